@@ -1,0 +1,1 @@
+//! Benchmark support (inputs shared by the criterion benches).

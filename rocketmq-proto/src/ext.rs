@@ -1,0 +1,286 @@
+//! `extFields`: the string map that carries a command's typed ("custom") header.
+//!
+//! Java flattens every header class into this map by reflection (`makeCustomHeaderToNet` in
+//! `RemotingCommand.java`): the key is the field name, the value its `toString()`, and null
+//! fields are left out. [`CommandHeader`] is the typed view; [`command_header!`] writes one.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+/// The `extFields` of a command: ordered, so encoding is deterministic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExtFields(BTreeMap<String, String>);
+
+impl ExtFields {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `key` to `value`, replacing what was there.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.0.insert(key.into(), value.into());
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.0.remove(key)
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// Whether the map has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// A required typed value: an error naming `key` when it is missing or does not parse.
+    pub fn required<T: ExtValue>(&self, key: &'static str) -> Result<T, HeaderError> {
+        match self.get(key) {
+            Some(raw) => T::parse_ext(raw).ok_or_else(|| HeaderError::invalid::<T>(key, raw)),
+            None => Err(HeaderError::Missing { field: key }),
+        }
+    }
+
+    /// An optional typed value: `None` when missing, an error naming `key` when it does not parse.
+    pub fn optional<T: ExtValue>(&self, key: &'static str) -> Result<Option<T>, HeaderError> {
+        match self.get(key) {
+            Some(raw) => T::parse_ext(raw)
+                .map(Some)
+                .ok_or_else(|| HeaderError::invalid::<T>(key, raw)),
+            None => Ok(None),
+        }
+    }
+
+    /// Sets `key` to the wire form of `value`.
+    pub fn put<T: ExtValue>(&mut self, key: &str, value: &T) {
+        self.0.insert(key.to_owned(), value.to_ext());
+    }
+}
+
+impl FromIterator<(String, String)> for ExtFields {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl<'a> IntoIterator for &'a ExtFields {
+    type Item = (&'a String, &'a String);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// A typed header field that failed to decode.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// A required field is absent.
+    #[error("missing header field `{field}`")]
+    Missing {
+        /// The `extFields` key.
+        field: &'static str,
+    },
+    /// A field is present but is not of its type.
+    #[error("header field `{field}` = {value:?} is not a valid {expected}")]
+    Invalid {
+        /// The `extFields` key.
+        field: &'static str,
+        /// What arrived.
+        value: String,
+        /// The expected type.
+        expected: &'static str,
+    },
+}
+
+impl HeaderError {
+    fn invalid<T: ExtValue>(field: &'static str, raw: &str) -> Self {
+        Self::Invalid {
+            field,
+            value: raw.to_owned(),
+            expected: T::KIND,
+        }
+    }
+}
+
+/// A value that travels as an `extFields` string.
+pub trait ExtValue: Sized {
+    /// What the value is, for error messages.
+    const KIND: &'static str;
+    /// Parses the wire string.
+    fn parse_ext(raw: &str) -> Option<Self>;
+    /// The wire string.
+    fn to_ext(&self) -> String;
+}
+
+impl ExtValue for String {
+    const KIND: &'static str = "string";
+    fn parse_ext(raw: &str) -> Option<Self> {
+        Some(raw.to_owned())
+    }
+    fn to_ext(&self) -> String {
+        self.clone()
+    }
+}
+
+macro_rules! ext_integer {
+    ($($ty:ty => $kind:literal),*) => {$(
+        impl ExtValue for $ty {
+            const KIND: &'static str = $kind;
+            fn parse_ext(raw: &str) -> Option<Self> {
+                raw.trim().parse().ok()
+            }
+            fn to_ext(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+ext_integer!(i32 => "32-bit integer", i64 => "64-bit integer");
+
+impl ExtValue for bool {
+    const KIND: &'static str = "boolean";
+    /// Java's `Boolean.parseBoolean` treats anything but `true` as false; we accept only the two
+    /// spellings (any case) so a garbled value is reported rather than silently read as false.
+    fn parse_ext(raw: &str) -> Option<Self> {
+        if raw.eq_ignore_ascii_case("true") {
+            Some(true)
+        } else if raw.eq_ignore_ascii_case("false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+    fn to_ext(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// A typed command header, carried in [`ExtFields`].
+pub trait CommandHeader: Sized {
+    /// Writes the fields into `ext` (absent optional fields are left out, as Java does).
+    fn encode_into(&self, ext: &mut ExtFields);
+    /// Reads the fields; an error names the first missing or malformed required field.
+    fn decode_from(ext: &ExtFields) -> Result<Self, HeaderError>;
+
+    /// The header as a fresh map.
+    fn to_ext_fields(&self) -> ExtFields {
+        let mut ext = ExtFields::new();
+        self.encode_into(&mut ext);
+        ext
+    }
+}
+
+/// Defines a [`CommandHeader`] struct. Each field is `req` (always sent; missing is an error) or
+/// `opt` (an `Option`, left out when `None`), with its `extFields` key:
+///
+/// ```
+/// rocketmq_proto::command_header! {
+///     /// Example.
+///     pub struct Example {
+///         /// The group.
+///         req group: String = "consumerGroup",
+///         /// The queue.
+///         opt queue_id: i32 = "queueId",
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! command_header {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* $kind:ident $field:ident : $ty:ty = $key:literal ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $crate::command_header!(@type $kind $ty), )*
+        }
+
+        impl $crate::ext::CommandHeader for $name {
+            fn encode_into(&self, ext: &mut $crate::ext::ExtFields) {
+                let _ = &ext;
+                $( $crate::command_header!(@put $kind ext, $key, self.$field); )*
+            }
+
+            fn decode_from(
+                ext: &$crate::ext::ExtFields,
+            ) -> ::std::result::Result<Self, $crate::ext::HeaderError> {
+                let _ = &ext;
+                Ok(Self {
+                    $( $field: $crate::command_header!(@get $kind ext, $key, $ty), )*
+                })
+            }
+        }
+    };
+    (@type req $ty:ty) => { $ty };
+    (@type opt $ty:ty) => { ::std::option::Option<$ty> };
+    (@put req $ext:ident, $key:literal, $value:expr) => { $ext.put($key, &$value) };
+    (@put opt $ext:ident, $key:literal, $value:expr) => {
+        if let Some(value) = &$value { $ext.put($key, value) }
+    };
+    (@get req $ext:ident, $key:literal, $ty:ty) => { $ext.required::<$ty>($key)? };
+    (@get opt $ext:ident, $key:literal, $ty:ty) => { $ext.optional::<$ty>($key)? };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    command_header! {
+        /// Test header.
+        pub struct Sample {
+            /// A required string.
+            req group: String = "consumerGroup",
+            /// A required number.
+            req queue_id: i32 = "queueId",
+            /// An optional flag.
+            opt flag: bool = "flag",
+        }
+    }
+
+    #[test]
+    fn missing_required_field_is_named() {
+        let mut ext = ExtFields::new();
+        ext.insert("consumerGroup", "g");
+        assert_eq!(
+            Sample::decode_from(&ext),
+            Err(HeaderError::Missing { field: "queueId" })
+        );
+    }
+
+    #[test]
+    fn malformed_number_is_named() {
+        let mut ext = ExtFields::new();
+        ext.insert("consumerGroup", "g");
+        ext.insert("queueId", "seven");
+        let err = Sample::decode_from(&ext).expect_err("queueId is not a number");
+        assert!(err.to_string().contains("queueId"), "{err}");
+    }
+
+    #[test]
+    fn optional_absent_round_trips() {
+        let header = Sample { group: "g".into(), queue_id: 3, flag: None };
+        let ext = header.to_ext_fields();
+        assert_eq!(ext.len(), 2);
+        assert_eq!(Sample::decode_from(&ext), Ok(header));
+    }
+}
