@@ -5,4 +5,6 @@
 //! through `handle_*` inputs and `poll_*` outputs with time passed in. Today it only re-exports
 //! the codec types the core will be built on.
 
+pub mod rebalance;
+
 pub use proto::MessageQueue;

@@ -244,7 +244,10 @@ mod tests {
         let code = RequestCode(4242);
         assert_eq!(code.name(), None);
         assert_eq!(format!("{code}"), "RequestCode(4242)");
-        assert_eq!(format!("{}", ResponseCode::PULL_NOT_FOUND), "PULL_NOT_FOUND(19)");
+        assert_eq!(
+            format!("{}", ResponseCode::PULL_NOT_FOUND),
+            "PULL_NOT_FOUND(19)"
+        );
         assert_eq!(LanguageCode::from_name("RUST"), Some(LanguageCode::RUST));
         assert_eq!(LanguageCode::from_name("COBOL"), None);
     }

@@ -2,7 +2,8 @@
 //!
 //! Java flattens every header class into this map by reflection (`makeCustomHeaderToNet` in
 //! `RemotingCommand.java`): the key is the field name, the value its `toString()`, and null
-//! fields are left out. [`CommandHeader`] is the typed view; [`command_header!`] writes one.
+//! fields are left out. [`CommandHeader`] is the typed view; [`command_header!`](crate::command_header)
+//! writes one.
 
 use std::collections::BTreeMap;
 
@@ -242,6 +243,8 @@ macro_rules! command_header {
 }
 
 #[cfg(test)]
+// The macro declares `pub` items, as headers are public API; here they only serve the tests.
+#[allow(unreachable_pub)]
 mod tests {
     use super::*;
 
@@ -278,7 +281,11 @@ mod tests {
 
     #[test]
     fn optional_absent_round_trips() {
-        let header = Sample { group: "g".into(), queue_id: 3, flag: None };
+        let header = Sample {
+            group: "g".into(),
+            queue_id: 3,
+            flag: None,
+        };
         let ext = header.to_ext_fields();
         assert_eq!(ext.len(), 2);
         assert_eq!(Sample::decode_from(&ext), Ok(header));

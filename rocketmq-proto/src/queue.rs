@@ -101,6 +101,9 @@ mod tests {
     #[test]
     fn to_string_matches_java() {
         let q = MessageQueue::new("T", "broker-a", 3);
-        assert_eq!(q.to_string(), "MessageQueue [topic=T, brokerName=broker-a, queueId=3]");
+        assert_eq!(
+            q.to_string(),
+            "MessageQueue [topic=T, brokerName=broker-a, queueId=3]"
+        );
     }
 }

@@ -18,12 +18,14 @@ use crate::command::Command;
 use crate::ext::ExtFields;
 
 pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
-    let (rest, (code, language, version, opaque, flag)) =
-        (be_i16, be_u8, be_i16, be_i32, be_i32)
-            .parse(header)
-            .map_err(|_: nom::Err<nom::error::Error<&[u8]>>| {
-                FrameError::Binary(format!("{} bytes is shorter than the fixed 21", header.len()))
-            })?;
+    let (rest, (code, language, version, opaque, flag)) = (be_i16, be_u8, be_i16, be_i32, be_i32)
+        .parse(header)
+        .map_err(|_: nom::Err<nom::error::Error<&[u8]>>| {
+            FrameError::Binary(format!(
+                "{} bytes is shorter than the fixed 21",
+                header.len()
+            ))
+        })?;
     let (rest, remark) = string_i32(rest, "remark")?;
     let (rest, ext_len) = be_i32::<_, nom::error::Error<&[u8]>>(rest)
         .map_err(|_| FrameError::Binary("truncated before the extFields length".into()))?;
@@ -91,8 +93,8 @@ fn sized_string<'a>(
     if raw.is_empty() {
         return Ok((rest, None));
     }
-    let text = std::str::from_utf8(raw)
-        .map_err(|_| FrameError::Binary(format!("{what} is not UTF-8")))?;
+    let text =
+        std::str::from_utf8(raw).map_err(|_| FrameError::Binary(format!("{what} is not UTF-8")))?;
     Ok((rest, Some(text.to_owned())))
 }
 

@@ -61,7 +61,11 @@ pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
             .and_then(|n| u8::try_from(n).ok())
             .map(LanguageCode)
             .ok_or_else(|| FrameError::Json(format!("language {n} is not a language code")))?,
-        Some(other) => return Err(FrameError::Json(format!("language {other} is not a string"))),
+        Some(other) => {
+            return Err(FrameError::Json(format!(
+                "language {other} is not a string"
+            )));
+        }
     };
     let mut ext_fields = ExtFields::new();
     for (key, value) in raw.ext_fields.unwrap_or_default() {

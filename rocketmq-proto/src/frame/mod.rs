@@ -215,10 +215,9 @@ pub fn encode_with_limit(
     }
     dst.extend_from_slice(&command.body);
     let word = (u32::from(encoding.type_byte()) << 24) | header_len as u32;
-    let prefix = dst
-        .get_mut(start..start + 8)
-        .expect("8 placeholder bytes were written at `start` above");
-    prefix[..4].copy_from_slice(&(total as u32).to_be_bytes());
-    prefix[4..].copy_from_slice(&word.to_be_bytes());
+    let prefix = ((total as u64) << 32 | u64::from(word)).to_be_bytes();
+    dst.get_mut(start..start + 8)
+        .expect("8 placeholder bytes were written at `start` above")
+        .copy_from_slice(&prefix);
     Ok(())
 }

@@ -1,0 +1,169 @@
+//! A minimal blocking request/response client over `std::net`, for one-shot admin commands
+//! (`rmq cluster`, `rmq route`) and for tests that talk to the real broker directly.
+//!
+//! It is deliberately not the consumer: no reconnects, no retries, one request at a time.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use proto::{Command, FrameDecoder, HeaderEncoding, ResponseCode, frame};
+
+/// What can go wrong talking to a peer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// Connecting, reading or writing failed.
+    #[error("{addr}: {source}")]
+    Io {
+        /// The peer.
+        addr: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The peer closed the connection before answering.
+    #[error("{0}: connection closed before the response arrived")]
+    Closed(String),
+    /// No response within the timeout.
+    #[error("{0}: no response within {1:?}")]
+    Timeout(String, Duration),
+    /// The peer sent bytes that are not a frame.
+    #[error("{0}: {1}")]
+    Frame(String, proto::FrameError),
+    /// The request could not be encoded.
+    #[error("{0}")]
+    Encode(#[from] proto::EncodeError),
+}
+
+/// One connection to a broker or name server.
+#[derive(Debug)]
+pub struct BlockingClient {
+    addr: String,
+    stream: TcpStream,
+    decoder: FrameDecoder,
+    buf: BytesMut,
+    next_opaque: i32,
+    encoding: HeaderEncoding,
+}
+
+impl BlockingClient {
+    /// Connects to `addr` (`host:port`) within `timeout`.
+    pub fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
+        let io = |source| ClientError::Io {
+            addr: addr.to_owned(),
+            source,
+        };
+        let resolved = addr
+            .to_socket_addrs()
+            .map_err(io)?
+            .next()
+            .ok_or_else(|| io(std::io::Error::other("address resolves to nothing")))?;
+        let stream = TcpStream::connect_timeout(&resolved, timeout).map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        Ok(Self {
+            addr: addr.to_owned(),
+            stream,
+            decoder: FrameDecoder::default(),
+            buf: BytesMut::with_capacity(64 * 1024),
+            next_opaque: 1,
+            encoding: HeaderEncoding::Json,
+        })
+    }
+
+    /// Uses `encoding` for the headers of later requests.
+    pub fn set_encoding(&mut self, encoding: HeaderEncoding) {
+        self.encoding = encoding;
+    }
+
+    /// Sends `request` with a fresh opaque and waits for its response. Broker-initiated
+    /// requests that arrive meanwhile are answered `REQUEST_CODE_NOT_SUPPORTED` (oneway ones
+    /// are dropped), so the broker never waits on us.
+    pub fn call(
+        &mut self,
+        mut request: Command,
+        timeout: Duration,
+    ) -> Result<Command, ClientError> {
+        let opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1);
+        request.opaque = opaque;
+        self.send(&request)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let command = self.read_frame(deadline, timeout)?;
+            if command.is_response() {
+                if command.opaque == opaque {
+                    return Ok(command);
+                }
+                continue;
+            }
+            if !command.is_oneway() {
+                let answer =
+                    Command::response(ResponseCode::REQUEST_CODE_NOT_SUPPORTED, command.opaque)
+                        .with_remark("not supported by this client");
+                self.send(&answer)?;
+            }
+        }
+    }
+
+    /// Sends a oneway request (no response will come).
+    pub fn send_oneway(&mut self, request: Command) -> Result<(), ClientError> {
+        let mut request = request.oneway();
+        request.opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1);
+        self.send(&request)
+    }
+
+    fn send(&mut self, command: &Command) -> Result<(), ClientError> {
+        let mut out = BytesMut::new();
+        frame::encode(command, self.encoding, &mut out)?;
+        self.stream
+            .write_all(&out)
+            .map_err(|source| ClientError::Io {
+                addr: self.addr.clone(),
+                source,
+            })
+    }
+
+    fn read_frame(&mut self, deadline: Instant, timeout: Duration) -> Result<Command, ClientError> {
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            match self.decoder.decode(&mut self.buf) {
+                Ok(Some(command)) => return Ok(command),
+                Ok(None) => {}
+                Err(e) => return Err(ClientError::Frame(self.addr.clone(), e)),
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ClientError::Timeout(self.addr.clone(), timeout));
+            }
+            let io = |source| ClientError::Io {
+                addr: self.addr.clone(),
+                source,
+            };
+            self.stream.set_read_timeout(Some(left)).map_err(io)?;
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(ClientError::Closed(self.addr.clone())),
+                Ok(n) => self
+                    .buf
+                    .extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(ClientError::Timeout(self.addr.clone(), timeout));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(ClientError::Io {
+                        addr: self.addr.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+}
