@@ -1,10 +1,71 @@
-//! The sans-IO RocketMQ consumer state machine.
+//! The sans-IO RocketMQ push consumer.
 //!
-//! **Not yet implemented.** This crate will hold the pure consumer core described in
-//! `ARCHITECTURE.md` (routes, heartbeats, rebalance, pulling, flow control, offsets), driven
-//! through `handle_*` inputs and `poll_*` outputs with time passed in. Today it only re-exports
-//! the codec types the core will be built on.
+//! [`Consumer`] is a state machine in the manner of `quinn-proto`: it performs no I/O, reads
+//! no clock and starts no threads. The driver (an adapter crate, or your own loop) feeds it
+//! inputs and carries out its outputs:
+//!
+//! - inputs, each with the current time: [`Consumer::handle_connected`],
+//!   [`Consumer::handle_disconnected`], [`Consumer::handle_command`] (every frame that arrives),
+//!   [`Consumer::handle_timeout`]; and the application's [`Consumer::subscribe`],
+//!   [`Consumer::complete`], [`Consumer::shutdown`];
+//! - outputs, drained after every input: [`Consumer::poll_output`] ([`Output::Connect`],
+//!   [`Output::Send`], [`Output::Close`], [`Output::Deliver`], [`Output::Event`]) and
+//!   [`Consumer::poll_timeout`], the time at which to call `handle_timeout` next.
+//!
+//! Time must not go backwards between calls; calling `handle_timeout` early is harmless.
+//!
+//! ```no_run
+//! use std::time::{Instant, SystemTime, UNIX_EPOCH};
+//! use rocketmq_consumer_core::{Consumer, ConsumerConfig, Output};
+//!
+//! let config = ConsumerConfig::new("my-group", vec!["127.0.0.1:9876".into()]);
+//! let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
+//! let mut consumer = Consumer::new(config, "10.0.0.5@1234#1", Instant::now(), unix_ms)?;
+//! consumer.subscribe(Instant::now(), "TopicTest", "TagA || TagB")?;
+//! loop {
+//!     while let Some(output) = consumer.poll_output() {
+//!         match output {
+//!             Output::Connect { .. } => { /* open a socket, then handle_connected */ }
+//!             Output::Send { .. } => { /* frame::encode and write it */ }
+//!             Output::Deliver(delivery) => { /* run the handler, then complete(..) */ }
+//!             _ => {}
+//!         }
+//!     }
+//!     // wait for a frame, a completion, or poll_timeout(); feed it back with handle_*
+//!     # break;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Part 1 covers clustering consumption with concurrent handlers: routes, heartbeats,
+//! rebalance, long-polling pulls, flow control, offsets and graceful shutdown. Orderly
+//! consumption, send-back retries, broadcasting and lite pull come next.
 
+pub mod config;
+mod conn;
+pub mod consumer;
+pub mod output;
+pub mod pull;
+pub mod queue;
 pub mod rebalance;
+pub mod stats;
+pub mod timer;
 
+pub use config::{ConfigError, ConsumeFrom, ConsumerConfig, MessageModel};
+pub use consumer::Consumer;
+pub use output::{
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, ShutdownReport,
+};
 pub use proto::MessageQueue;
+pub use stats::{ConsumerStats, QueueStats};
+
+/// Java's instance name for a clustering consumer: `pid#startNanos`, unique per process
+/// (`ClientConfig.changeInstanceNameToPID`), so two containers with the same pid still differ.
+pub fn default_instance_name(pid: u32, start_nanos: u128) -> String {
+    format!("{pid}#{start_nanos}")
+}
+
+/// A client id as brokers know it: `ip@instanceName` (`ClientConfig.buildMQClientId`).
+pub fn client_id(ip: &str, instance_name: &str) -> String {
+    format!("{ip}@{instance_name}")
+}

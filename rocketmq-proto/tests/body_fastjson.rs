@@ -242,3 +242,17 @@ fn consumer_status_with_string_keys_from_a_non_java_writer() {
         4
     );
 }
+
+/// Found by the `route_json` fuzz target: a garbled queue count made `subscribe_queues`
+/// allocate millions of queues. Counts outside 0..=65536 are refused at decode.
+#[test]
+fn absurd_queue_counts_are_refused() {
+    for count in ["8443772", "-1"] {
+        let body = format!(
+            r#"{{"queueDatas":[{{"brokerName":"b","readQueueNums":{count},"writeQueueNums":8,"perm":6}}],"brokerDatas":[]}}"#
+        );
+        let err =
+            rocketmq_proto::body::TopicRouteData::decode(body.as_bytes()).expect_err("refused");
+        assert!(err.to_string().contains("readQueueNums"), "{err}");
+    }
+}

@@ -10,8 +10,8 @@ use rocketmq_proto::body::{
     BrokerData, CheckClientRequestBody, ConsumeFromWhere, ConsumeMessageDirectlyResult,
     ConsumeResult, ConsumeStatus, ConsumeType, ConsumerData, ConsumerListBody, ConsumerRunningInfo,
     ExpressionType, GetConsumerStatusBody, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, MessageModel, OffsetTable, PopProcessQueueInfo, ProcessQueueInfo,
-    ProducerData, QueueData, ResetOffsetBody, SubscriptionData, TopicRouteData,
+    LockBatchResponseBody, MAX_QUEUES_PER_BROKER, MessageModel, OffsetTable, PopProcessQueueInfo,
+    ProcessQueueInfo, ProducerData, QueueData, ResetOffsetBody, SubscriptionData, TopicRouteData,
 };
 use serde_json::Value;
 
@@ -48,7 +48,7 @@ prop_compose! {
     fn route()(
         order_topic_conf in prop::option::of(text()),
         queue_datas in prop::collection::vec(
-            (text(), any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>()).prop_map(
+            (text(), 0..=MAX_QUEUES_PER_BROKER, 0..=MAX_QUEUES_PER_BROKER, any::<i32>(), any::<i32>()).prop_map(
                 |(broker_name, read_queue_nums, write_queue_nums, perm, topic_sys_flag)| QueueData {
                     broker_name, read_queue_nums, write_queue_nums, perm, topic_sys_flag,
                 },

@@ -8,6 +8,7 @@ use proto::body::TopicRouteData;
 use proto::headers::{CreateTopicRequest, GetRouteInfoRequest};
 use proto::{Command, RequestCode, ResponseCode};
 use rmq_cli::blocking::BlockingClient;
+pub mod sim;
 
 /// Timeout of one request in these tests.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -181,3 +182,4 @@ pub fn heartbeat(
         "heartbeat: {response:?}"
     );
 }
+pub mod world;

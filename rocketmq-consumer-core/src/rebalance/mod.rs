@@ -20,9 +20,11 @@ use crate::MessageQueue;
 
 mod allocate;
 mod consistent_hash;
+mod diff;
 mod machine_room;
 
 pub use allocate::allocate;
+pub use diff::{RebalanceDiff, diff};
 
 /// Virtual nodes per consumer on the consistent-hash ring when none is configured.
 ///

@@ -89,8 +89,8 @@ pub use lock::{LockBatchRequestBody, LockBatchResponseBody};
 pub use offset_table::OffsetTable;
 pub use reset_offset::ResetOffsetBody;
 pub use route::{
-    BrokerData, MASTER_ID, PERM_INHERIT, PERM_PRIORITY, PERM_READ, PERM_WRITE, QueueData,
-    TopicRouteData,
+    BrokerData, MASTER_ID, MAX_QUEUES_PER_BROKER, PERM_INHERIT, PERM_PRIORITY, PERM_READ,
+    PERM_WRITE, QueueData, TopicRouteData,
 };
 pub use running_info::{ConsumeStatus, ConsumerRunningInfo, PopProcessQueueInfo, ProcessQueueInfo};
 

@@ -12,6 +12,10 @@ use super::{BodyError, decode_json, encode_json, encode_with, nullable};
 use crate::json::{self, JsonError, ObjectWriter};
 use crate::queue::{MessageQueue, java_string_cmp};
 
+/// The most queues one broker may declare for a topic in a route this client accepts. Java
+/// sets no limit; real topics have at most a few hundred queues per broker.
+pub const MAX_QUEUES_PER_BROKER: i32 = 65_536;
+
 /// `PermName.PERM_PRIORITY`.
 pub const PERM_PRIORITY: i32 = 8;
 /// `PermName.PERM_READ`: consumers may pull from the queues.
@@ -53,8 +57,28 @@ impl TopicRouteData {
     pub const NAME: &'static str = "TopicRouteData";
 
     /// Reads a route body.
+    ///
+    /// A queue count outside `0..=`[`MAX_QUEUES_PER_BROKER`] is refused: the counts decide how
+    /// many queues a client creates, so a garbled route must not make it allocate millions.
     pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
-        decode_json(Self::NAME, body)
+        let route: Self = decode_json(Self::NAME, body)?;
+        for q in &route.queue_datas {
+            for (field, count) in [
+                ("readQueueNums", q.read_queue_nums),
+                ("writeQueueNums", q.write_queue_nums),
+            ] {
+                if !(0..=MAX_QUEUES_PER_BROKER).contains(&count) {
+                    return Err(BodyError::Json {
+                        body: Self::NAME,
+                        source: JsonError::Shape(format!(
+                            "{field} {count} of broker {} is outside 0..={MAX_QUEUES_PER_BROKER}",
+                            q.broker_name
+                        )),
+                    });
+                }
+            }
+        }
+        Ok(route)
     }
 
     /// Standard JSON, as name servers ≥ 4.9.4 answer clients that ask for it (string

@@ -27,13 +27,22 @@ struct Incoming {
     ext_fields: Option<serde_json::Map<String, Value>>,
 }
 
+/// A language travels by name; a code with no known name travels as its number, which
+/// fastjson also reads (as the enum's ordinal), so it survives a round trip.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Language {
+    Name(&'static str),
+    Code(u8),
+}
+
 #[derive(Serialize)]
 struct Outgoing<'a> {
     code: i32,
     #[serde(rename = "extFields")]
     ext_fields: &'a ExtFields,
     flag: i32,
-    language: &'a str,
+    language: Language,
     opaque: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     remark: Option<&'a str>,
@@ -92,7 +101,10 @@ pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
 }
 
 pub(super) fn encode(command: &Command, dst: &mut BytesMut) {
-    let language = command.language.name().unwrap_or("OTHER");
+    let language = match command.language.name() {
+        Some(name) => Language::Name(name),
+        None => Language::Code(command.language.0),
+    };
     let header = Outgoing {
         code: command.code,
         ext_fields: &command.ext_fields,

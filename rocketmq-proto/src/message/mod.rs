@@ -51,7 +51,6 @@ pub mod sys_flag;
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::sync::OnceLock;
 
 use bytes::Bytes;
 
@@ -121,26 +120,26 @@ impl MagicCode {
 /// One stored message, as a consumer sees it (`MessageExt` in Java).
 ///
 /// It keeps the record it was decoded from as one [`Bytes`] slice of the input, validated
-/// whole at decode, and reads the fixed-width fields from it on demand. The body is sliced
-/// from the record the first time [`Message::body`] asks for it (a fresh buffer, made at
-/// decode, only when it was stored compressed). Properties are parsed each time they are read.
-/// So decoding a message costs no allocation beyond itself and one reference-count increment.
+/// whole at decode, and reads the fixed-width fields from it on demand; the body is a second
+/// slice of the input (a fresh buffer, made at decode, only when it was stored compressed).
+/// Properties are parsed each time they are read. So decoding a message costs no allocation
+/// beyond itself and two reference-count increments.
 #[derive(Clone)]
 pub struct Message {
     /// From `TOTALSIZE` through the body length at the [`layout`] offsets, then the body (in
-    /// decoded records), topic and property string wherever the offsets below say. Decoded
-    /// messages keep the input record; [`Message::set_topic`], [`Message::set_property`] and
-    /// inner batches build a new one with the same header layout and no body bytes.
+    /// decoded records), topic and property string wherever the offsets below say; the
+    /// property string always ends it. Decoded messages keep the input record;
+    /// [`Message::set_topic`], [`Message::set_property`] and inner batches build a new one with
+    /// the same header layout and no body bytes.
     record: Bytes,
-    /// The body, decompressed. Unset until first read for an uncompressed decoded record:
-    /// slicing it costs an atomic increment that a consumer skipping the body never pays.
-    body: OnceLock<Bytes>,
-    /// Where the stored body starts in `record`, for the lazy slice.
-    body_start: usize,
-    topic_start: usize,
-    topic_len: usize,
-    properties_start: usize,
-    properties_len: usize,
+    /// The body, decompressed.
+    body: Bytes,
+    /// `u32` is enough: a record is at most `i32::MAX` bytes (`TOTALSIZE`), and a rebuilt one
+    /// holds a header, a topic and a property string of at most `i16::MAX` bytes each.
+    topic_start: u32,
+    topic_len: u32,
+    /// The property string runs from here to the end of `record`.
+    properties_start: u32,
 }
 
 /// Field offsets in a stored record (`remoting-protocol.md` §5.1, `MessageDecoder`'s
@@ -201,9 +200,10 @@ impl Message {
 
     /// The topic. For a retry delivery this is `%RETRY%<group>` until [`Message::set_topic`].
     pub fn topic(&self) -> &str {
+        let start = self.topic_start as usize;
         let bytes = self
             .record
-            .get(self.topic_start..self.topic_start + self.topic_len)
+            .get(start..start + self.topic_len as usize)
             .expect("the topic range was checked against the record at decode or rebuild");
         std::str::from_utf8(bytes)
             .expect("the topic was validated as UTF-8 at decode, or came from a String")
@@ -274,12 +274,7 @@ impl Message {
 
     /// The body, decompressed.
     pub fn body(&self) -> &Bytes {
-        self.body.get_or_init(|| {
-            // Only decoded, uncompressed records leave the body unset, and their record holds
-            // the stored body at `body_start`.
-            self.record
-                .slice(self.body_start..self.body_start + self.stored_body_len())
-        })
+        &self.body
     }
 
     /// The length of the body as stored, before decompression.
@@ -308,7 +303,7 @@ impl Message {
     /// The property string as stored (§5.5 of `remoting-protocol.md`).
     pub fn raw_properties(&self) -> &[u8] {
         self.record
-            .get(self.properties_start..self.properties_start + self.properties_len)
+            .get(self.properties_start as usize..)
             .expect("the properties range was checked against the record at decode or rebuild")
     }
 
@@ -436,21 +431,19 @@ impl Message {
         let header = self.header();
         let mut record = Vec::with_capacity(header.len() + topic.len() + properties.len());
         record.extend_from_slice(header);
-        *self = Self::rebuilt(record, self.body().clone(), topic, properties);
+        *self = Self::rebuilt(record, self.body.clone(), topic, properties);
     }
 
-    /// The message of a record [`decode`] validated, with its body already decompressed when
-    /// it was stored compressed.
+    /// The message of a record [`decode`] validated, `record` holding exactly its bytes, with
+    /// its body (decompressed when it was stored compressed).
     #[inline(always)]
-    fn from_validated(record: Bytes, body: OnceLock<Bytes>, layout: RecordLayout) -> Self {
+    fn from_validated(record: Bytes, body: Bytes, layout: RecordLayout) -> Self {
         Self {
             record,
             body,
-            body_start: layout.body_start as usize,
-            topic_start: layout.topic_start as usize,
-            topic_len: layout.topic_len as usize,
-            properties_start: layout.properties_start as usize,
-            properties_len: layout.properties_len as usize,
+            topic_start: layout.topic_start,
+            topic_len: layout.topic_len,
+            properties_start: layout.properties_start,
         }
     }
 
@@ -492,19 +485,17 @@ impl Message {
     /// A message from a header buffer (whose fields the caller may have patched), a body, and
     /// the topic and properties to append.
     fn rebuilt(mut record: Vec<u8>, body: Bytes, topic: &[u8], properties: &[u8]) -> Self {
-        let body_start = record.len();
-        let topic_start = record.len();
+        let offset = |at: usize| u32::try_from(at).expect("a rebuilt record is far below 4 GiB");
+        let topic_start = offset(record.len());
         record.extend_from_slice(topic);
-        let properties_start = record.len();
+        let properties_start = offset(record.len());
         record.extend_from_slice(properties);
         Self {
             record: Bytes::from(record),
-            body: OnceLock::from(body),
-            body_start,
+            body,
             topic_start,
-            topic_len: topic.len(),
+            topic_len: offset(topic.len()),
             properties_start,
-            properties_len: properties.len(),
         }
     }
 }
@@ -539,22 +530,14 @@ impl fmt::Debug for Message {
     }
 }
 
-/// Where the variable-width parts of a validated record are, in bytes from its start. `u32` is
-/// enough: a record is at most `i32::MAX` bytes (`TOTALSIZE`).
+/// Where the topic and property string of a validated record are, in bytes from its start.
+/// `u32` is enough: a record is at most `i32::MAX` bytes (`TOTALSIZE`). The property string
+/// ends the record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct RecordLayout {
-    body_start: u32,
     topic_start: u32,
     topic_len: u32,
     properties_start: u32,
-    properties_len: u32,
-}
-
-impl RecordLayout {
-    /// The record's length: the property string is its last field.
-    fn end(self) -> usize {
-        self.properties_start as usize + self.properties_len as usize
-    }
 }
 
 /// Upper-case hex, as `UtilAll.bytes2string` writes it.

@@ -1,0 +1,175 @@
+//! [`ConsumerConfig`]: every knob of the consumer, with Java's defaults and why.
+
+use std::time::Duration;
+
+use crate::rebalance::Strategy;
+
+/// Where a queue with no committed offset starts (`ConsumeFromWhere`, `remoting-protocol.md`
+/// §7.8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConsumeFrom {
+    /// The queue's end: only messages stored from now on (Java's default). A retry topic
+    /// starts at 0 instead, so earlier failures are not lost.
+    #[default]
+    LastOffset,
+    /// The queue's beginning.
+    FirstOffset,
+    /// The first message stored at or after this time (ms since the epoch).
+    Timestamp(i64),
+}
+
+/// How a group shares messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MessageModel {
+    /// Each message goes to one member of the group (offsets kept by the broker).
+    #[default]
+    Clustering,
+}
+
+/// A consumer's configuration. Build it with [`ConsumerConfig::new`] and adjust the public
+/// fields; [`ConsumerConfig::validate`] runs when the consumer is created.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ConsumerConfig {
+    /// The consumer group.
+    pub group: String,
+    /// Name server addresses (`host:port`); tried in turn when one fails.
+    pub name_servers: Vec<String>,
+    /// Clustering (broadcasting arrives with part 2).
+    pub message_model: MessageModel,
+    /// Where queues without a committed offset start.
+    pub consume_from: ConsumeFrom,
+    /// How queues are shared among the group's members.
+    pub strategy: Strategy,
+    /// Messages per pull request (`pullBatchSize`, 32; brokers send at most 32 anyway).
+    pub pull_batch_size: i32,
+    /// How long the broker may hold a pull with nothing to return (15 s, as Java).
+    pub long_poll_suspend: Duration,
+    /// How long the client waits for a pull response (30 s: must exceed the suspend time).
+    pub pull_timeout: Duration,
+    /// Timeout of every other request (Java's `mqClientApiTimeout`, 3 s).
+    pub request_timeout: Duration,
+    /// Pause between successful pulls of a queue (`pullInterval`, 0).
+    pub pull_interval: Duration,
+    /// Retry delay after a failed pull (`pullTimeDelayMillsWhenException`: effectively 1 s).
+    pub pull_backoff: Duration,
+    /// Retry delay after the broker's `FLOW_CONTROL` answer (20 ms, as Java).
+    pub broker_flow_control_backoff: Duration,
+    /// Re-check delay while a queue is over a cache limit (50 ms, as Java).
+    pub flow_control_backoff: Duration,
+    /// Cached messages per queue before pulls pause (`pullThresholdForQueue`, 1000).
+    pub max_cached_messages_per_queue: usize,
+    /// Cached body bytes per queue before pulls pause (`pullThresholdSizeForQueue`, 100 MiB).
+    pub max_cached_bytes_per_queue: u64,
+    /// Per-topic message limit, divided among the topic's queues (`pullThresholdForTopic`, off).
+    pub max_cached_messages_per_topic: Option<usize>,
+    /// Per-topic byte limit, divided among the topic's queues (`pullThresholdSizeForTopic`, off).
+    pub max_cached_bytes_per_topic: Option<u64>,
+    /// Widest offset span cached in one queue before pulls pause (`consumeConcurrentlyMaxSpan`,
+    /// 2000): one stuck message must not let the cache run ahead without bound.
+    pub max_offset_span: i64,
+    /// Cached messages across all queues before pulls pause. Java has no such limit, so its
+    /// memory grows with the number of queues; here the cache stays bounded (default 10 000).
+    pub max_cached_messages_total: usize,
+    /// Cached body bytes across all queues before pulls pause (default 512 MiB).
+    pub max_cached_bytes_total: u64,
+    /// Messages per delivery (`consumeMessageBatchMaxSize`, 1).
+    pub consume_batch_size: usize,
+    /// Deliveries in flight at once across the consumer (Java's 20 consume threads).
+    pub max_in_flight_deliveries: usize,
+    /// Delay before a message the handler asked to reconsume is delivered again locally.
+    pub reconsume_delay: Duration,
+    /// Rebalance period (20 s).
+    pub rebalance_interval: Duration,
+    /// Retry delay when a rebalance could not complete (Java's `minInterval`, 1 s).
+    pub rebalance_retry: Duration,
+    /// Heartbeat period (30 s).
+    pub heartbeat_interval: Duration,
+    /// Route refresh period (30 s).
+    pub route_refresh_interval: Duration,
+    /// Offset persist period (5 s).
+    pub persist_interval: Duration,
+    /// How long a revoked queue waits for its in-flight deliveries before its offset is
+    /// committed without them.
+    pub revoke_drain_timeout: Duration,
+    /// How long shutdown waits for in-flight deliveries (default 10 s; Java's default of 0
+    /// abandons them, a known source of duplicates).
+    pub shutdown_drain_timeout: Duration,
+    /// Reconnect delay after a connection to an address failed.
+    pub reconnect_backoff: Duration,
+    /// Seed of the consumer's only randomness (which name server and broker to ask first).
+    pub seed: u64,
+}
+
+impl ConsumerConfig {
+    /// Java's defaults for `group`, asking `name_servers`.
+    pub fn new(group: impl Into<String>, name_servers: Vec<String>) -> Self {
+        Self {
+            group: group.into(),
+            name_servers,
+            message_model: MessageModel::Clustering,
+            consume_from: ConsumeFrom::LastOffset,
+            strategy: Strategy::Averagely,
+            pull_batch_size: 32,
+            long_poll_suspend: Duration::from_secs(15),
+            pull_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(3),
+            pull_interval: Duration::ZERO,
+            pull_backoff: Duration::from_secs(1),
+            broker_flow_control_backoff: Duration::from_millis(20),
+            flow_control_backoff: Duration::from_millis(50),
+            max_cached_messages_per_queue: 1000,
+            max_cached_bytes_per_queue: 100 * 1024 * 1024,
+            max_cached_messages_per_topic: None,
+            max_cached_bytes_per_topic: None,
+            max_offset_span: 2000,
+            max_cached_messages_total: 10_000,
+            max_cached_bytes_total: 512 * 1024 * 1024,
+            consume_batch_size: 1,
+            max_in_flight_deliveries: 20,
+            reconsume_delay: Duration::from_secs(1),
+            rebalance_interval: Duration::from_secs(20),
+            rebalance_retry: Duration::from_secs(1),
+            heartbeat_interval: Duration::from_secs(30),
+            route_refresh_interval: Duration::from_secs(30),
+            persist_interval: Duration::from_secs(5),
+            revoke_drain_timeout: Duration::from_secs(5),
+            shutdown_drain_timeout: Duration::from_secs(10),
+            reconnect_backoff: Duration::from_secs(1),
+            seed: 0,
+        }
+    }
+
+    /// Checks the values that would make the consumer misbehave.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let fail = |what: &str| Err(ConfigError(what.to_owned()));
+        if self.group.is_empty() || self.group.len() > 255 {
+            return fail("the group name must be 1 to 255 characters");
+        }
+        if self.name_servers.is_empty() {
+            return fail("at least one name server address is needed");
+        }
+        if !(1..=1024).contains(&self.pull_batch_size) {
+            return fail("pull_batch_size must be 1 to 1024");
+        }
+        if self.pull_timeout <= self.long_poll_suspend {
+            return fail(
+                "pull_timeout must exceed long_poll_suspend, or every idle pull times out",
+            );
+        }
+        if self.consume_batch_size == 0 || self.max_in_flight_deliveries == 0 {
+            return fail("consume_batch_size and max_in_flight_deliveries must be at least 1");
+        }
+        if self.max_cached_messages_per_queue == 0 || self.max_cached_messages_total == 0 {
+            return fail("cache limits must be at least 1 message");
+        }
+        Ok(())
+    }
+}
+
+/// A configuration or subscription the consumer cannot work with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid consumer configuration: {0}")]
+pub struct ConfigError(pub String);

@@ -1,0 +1,124 @@
+//! Connections by address: at most one per address, opened on demand, with commands queued
+//! while it opens, and a pause before reconnecting to an address that just failed.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+use proto::Command;
+
+use crate::output::ConnId;
+
+#[derive(Debug)]
+enum State {
+    Connecting(Vec<Command>),
+    Connected,
+}
+
+#[derive(Debug)]
+struct Entry {
+    id: ConnId,
+    state: State,
+}
+
+/// What to do with a command for an address.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// Write it on this open connection.
+    Send(ConnId),
+    /// Queued until the connection opens.
+    Queued,
+    /// The address failed recently; fail the request now.
+    Unavailable,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Connections {
+    by_addr: BTreeMap<String, Entry>,
+    by_id: BTreeMap<ConnId, String>,
+    down_until: BTreeMap<String, Instant>,
+    next_id: u64,
+    /// Connect requests for the driver.
+    pub(crate) to_open: VecDeque<(ConnId, String)>,
+}
+
+impl Connections {
+    /// Where `command` for `addr` goes; opens a connection when there is none.
+    pub(crate) fn route(
+        &mut self,
+        now: Instant,
+        addr: &str,
+        command: Command,
+    ) -> (Route, Option<Command>) {
+        if let Some(entry) = self.by_addr.get_mut(addr) {
+            return match &mut entry.state {
+                State::Connected => (Route::Send(entry.id), Some(command)),
+                State::Connecting(queue) => {
+                    queue.push(command);
+                    (Route::Queued, None)
+                }
+            };
+        }
+        if self.down_until.get(addr).is_some_and(|until| now < *until) {
+            return (Route::Unavailable, Some(command));
+        }
+        self.next_id += 1;
+        let id = ConnId(self.next_id);
+        self.by_addr.insert(
+            addr.to_owned(),
+            Entry {
+                id,
+                state: State::Connecting(vec![command]),
+            },
+        );
+        self.by_id.insert(id, addr.to_owned());
+        self.to_open.push_back((id, addr.to_owned()));
+        (Route::Queued, None)
+    }
+
+    /// The connection opened: returns the commands queued for it.
+    pub(crate) fn connected(&mut self, id: ConnId) -> Vec<Command> {
+        let Some(addr) = self.by_id.get(&id) else {
+            return Vec::new();
+        };
+        let Some(entry) = self.by_addr.get_mut(addr) else {
+            return Vec::new();
+        };
+        match std::mem::replace(&mut entry.state, State::Connected) {
+            State::Connecting(queued) => queued,
+            State::Connected => Vec::new(),
+        }
+    }
+
+    /// The connection failed or closed: forget it, refuse its address until `retry_at`, and
+    /// return its address and the commands that never left.
+    pub(crate) fn disconnected(
+        &mut self,
+        id: ConnId,
+        retry_at: Instant,
+    ) -> Option<(String, Vec<Command>)> {
+        let addr = self.by_id.remove(&id)?;
+        let entry = self.by_addr.remove(&addr)?;
+        self.down_until.insert(addr.clone(), retry_at);
+        let unsent = match entry.state {
+            State::Connecting(queued) => queued,
+            State::Connected => Vec::new(),
+        };
+        Some((addr, unsent))
+    }
+
+    /// The address of a connection.
+    pub(crate) fn addr(&self, id: ConnId) -> Option<&str> {
+        self.by_id.get(&id).map(String::as_str)
+    }
+
+    /// Every open or opening connection.
+    pub(crate) fn ids(&self) -> Vec<ConnId> {
+        self.by_id.keys().copied().collect()
+    }
+
+    /// Forgets every connection (after the consumer closed them).
+    pub(crate) fn clear(&mut self) {
+        self.by_addr.clear();
+        self.by_id.clear();
+    }
+}

@@ -1,0 +1,1531 @@
+//! [`Consumer`]: the push consumer as a state machine. It wires routes, heartbeats, rebalance,
+//! pulls, the per-queue caches and offset commits together; each piece's rules live in its own
+//! module (`rebalance`, `queue`, `pull`), and this file only decides when they run.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use proto::body::{
+    ConsumeFromWhere, ConsumerData, ConsumerListBody, HeartbeatData, SubscriptionData,
+    TopicRouteData,
+};
+use proto::headers::{
+    GetConsumerListByGroupRequest, GetMaxOffsetRequest, GetMaxOffsetResponse, GetRouteInfoRequest,
+    HeartbeatRequest, NotifyConsumerIdsChangedRequest, PullMessageRequest,
+    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, SearchOffsetRequest,
+    SearchOffsetResponse, UnregisterClientRequest, UpdateConsumerOffsetRequest, pull_sys_flag,
+};
+use proto::{Command, MessageQueue, RequestCode, ResponseCode};
+
+use crate::config::{ConfigError, ConsumeFrom, ConsumerConfig};
+use crate::conn::{Connections, Route};
+use crate::output::{
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, ShutdownReport,
+};
+use crate::pull::{self, PullOutcome};
+use crate::queue::ProcessQueue;
+use crate::queue::flow::{self, Limits, Load};
+use crate::rebalance;
+use crate::stats::{ConsumerStats, QueueStats};
+use crate::timer::{Timer, TimerQueue};
+
+/// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
+pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
+
+/// The push consumer's state machine. See the crate docs for the run loop.
+#[derive(Debug)]
+pub struct Consumer {
+    config: ConsumerConfig,
+    client_id: String,
+    retry_topic: String,
+    start: Instant,
+    start_unix_ms: i64,
+    lifecycle: Lifecycle,
+    subscriptions: BTreeMap<String, SubscriptionData>,
+    routes: BTreeMap<String, TopicRouteData>,
+    brokers: BTreeMap<String, BTreeMap<i64, String>>,
+    namesrv_index: usize,
+    conns: Connections,
+    pending: BTreeMap<i32, Pending>,
+    next_opaque: i32,
+    timers: TimerQueue,
+    queues: BTreeMap<MessageQueue, QueueState>,
+    queue_keys: BTreeMap<u64, MessageQueue>,
+    next_key: u64,
+    next_epoch: u64,
+    next_seq: u64,
+    in_flight: BTreeMap<u64, InFlight>,
+    last_dispatched: u64,
+    rebalance_after_heartbeat: bool,
+    outputs: VecDeque<Output>,
+    rng: u64,
+    counters: Counters,
+    report: ShutdownReport,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    Running,
+    /// Waiting for in-flight deliveries.
+    Draining,
+    /// Waiting for final commits and unregistration.
+    Finishing,
+    Closed,
+}
+
+#[derive(Debug)]
+struct Pending {
+    conn: ConnId,
+    addr: String,
+    kind: PendingKind,
+    sent: Instant,
+}
+
+#[derive(Debug, Clone)]
+enum PendingKind {
+    Route(String),
+    Heartbeat,
+    ConsumerList(String),
+    QueryOffset(u64, u64),
+    MaxOffset(u64, u64),
+    SearchOffset(u64, u64),
+    Pull { key: u64, epoch: u64, offset: i64 },
+    FinalCommit(MessageQueue, i64),
+    Unregister,
+}
+
+impl PendingKind {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Route(_) => "GET_ROUTEINFO_BY_TOPIC",
+            Self::Heartbeat => "HEART_BEAT",
+            Self::ConsumerList(_) => "GET_CONSUMER_LIST_BY_GROUP",
+            Self::QueryOffset(..) => "QUERY_CONSUMER_OFFSET",
+            Self::MaxOffset(..) => "GET_MAX_OFFSET",
+            Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
+            Self::Pull { .. } => "PULL_MESSAGE",
+            Self::FinalCommit(..) => "UPDATE_CONSUMER_OFFSET",
+            Self::Unregister => "UNREGISTER_CLIENT",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct QueueState {
+    key: u64,
+    epoch: u64,
+    phase: Phase,
+    pq: ProcessQueue,
+    next_offset: i64,
+    pull_broker_id: i64,
+    max_offset: i64,
+    persisted: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The start offset must be asked for (when its timer fires).
+    Resolve,
+    /// A start-offset request is in flight.
+    Resolving,
+    /// The next pull waits for its timer.
+    Idle,
+    /// A pull is in flight.
+    Pulling,
+    /// Revoked: waiting for in-flight deliveries before committing and dropping.
+    Revoking,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    key: u64,
+    epoch: u64,
+    offsets: Vec<i64>,
+    started: Instant,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Counters {
+    stale_completions: u64,
+    stale_responses: u64,
+    unknown_responses: u64,
+    pulls: u64,
+    pull_time: Duration,
+    delivered: u64,
+    consume_time: Duration,
+    flow_control_pauses: u64,
+}
+
+impl Consumer {
+    /// A consumer for `config`, known to brokers as `client_id` (`ip@instance`; see
+    /// [`crate::default_instance_name`]). `unix_ms` is the wall-clock time matching `now`: it
+    /// versions subscriptions, as Java's `subVersion` timestamps do.
+    pub fn new(
+        config: ConsumerConfig,
+        client_id: impl Into<String>,
+        now: Instant,
+        unix_ms: i64,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let retry_topic = format!("{RETRY_TOPIC_PREFIX}{}", config.group);
+        let seed = config.seed;
+        let mut consumer = Self {
+            client_id: client_id.into(),
+            retry_topic: retry_topic.clone(),
+            start: now,
+            start_unix_ms: unix_ms,
+            lifecycle: Lifecycle::Running,
+            subscriptions: BTreeMap::new(),
+            routes: BTreeMap::new(),
+            brokers: BTreeMap::new(),
+            namesrv_index: (seed as usize) % config.name_servers.len(),
+            conns: Connections::default(),
+            pending: BTreeMap::new(),
+            next_opaque: 1,
+            timers: TimerQueue::default(),
+            queues: BTreeMap::new(),
+            queue_keys: BTreeMap::new(),
+            next_key: 0,
+            next_epoch: 0,
+            next_seq: 0,
+            in_flight: BTreeMap::new(),
+            last_dispatched: 0,
+            rebalance_after_heartbeat: true,
+            outputs: VecDeque::new(),
+            rng: seed ^ 0x9E37_79B9_7F4A_7C15,
+            counters: Counters::default(),
+            report: ShutdownReport::default(),
+            config,
+        };
+        // A CLUSTERING consumer always consumes its retry topic (`copySubscription`).
+        consumer.subscriptions.insert(
+            retry_topic.clone(),
+            SubscriptionData::new(&retry_topic, "*", unix_ms),
+        );
+        consumer.timers.set(now, Timer::RouteRefresh);
+        consumer
+            .timers
+            .set(now + consumer.config.rebalance_interval, Timer::Rebalance);
+        consumer
+            .timers
+            .set(now + consumer.config.heartbeat_interval, Timer::Heartbeat);
+        consumer.timers.set(
+            now + consumer.config.persist_interval,
+            Timer::PersistOffsets,
+        );
+        Ok(consumer)
+    }
+
+    // ----- inputs -----
+
+    /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`). Takes effect at
+    /// once: the route is looked up and the brokers are told at the next heartbeat.
+    pub fn subscribe(
+        &mut self,
+        now: Instant,
+        topic: &str,
+        expression: &str,
+    ) -> Result<(), ConfigError> {
+        if topic.is_empty() || topic.len() > 127 || topic.starts_with(RETRY_TOPIC_PREFIX) {
+            return Err(ConfigError(format!("cannot subscribe to topic {topic:?}")));
+        }
+        let version = self.unix_ms(now);
+        self.subscriptions.insert(
+            topic.to_owned(),
+            SubscriptionData::new(topic, expression, version),
+        );
+        // Brokers must learn the subscription before the first pull of it (a pull for an
+        // unknown subscription is refused), and the route must be known to rebalance.
+        self.rebalance_after_heartbeat = true;
+        self.timers.reset(now, Timer::RouteRefresh);
+        self.timers.reset(now, Timer::Heartbeat);
+        Ok(())
+    }
+
+    /// The connection `conn` opened.
+    pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        for command in self.conns.connected(conn) {
+            self.outputs.push_back(Output::Send { conn, command });
+        }
+        self.after_input(now);
+    }
+
+    /// The connection `conn` failed to open, or was lost.
+    pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId) {
+        let retry_at = now + self.config.reconnect_backoff;
+        let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
+            return;
+        };
+        let lost: Vec<i32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.conn == conn)
+            .map(|(o, _)| *o)
+            .collect();
+        for opaque in lost {
+            if let Some(pending) = self.pending.remove(&opaque) {
+                self.request_failed(now, pending, FailureReason::Disconnected);
+            }
+        }
+        let _ = addr;
+        self.after_input(now);
+    }
+
+    /// A command arrived on `conn`: a response to one of ours, or a broker-initiated request.
+    pub fn handle_command(&mut self, now: Instant, conn: ConnId, command: Command) {
+        if self.lifecycle == Lifecycle::Closed {
+            return;
+        }
+        if command.is_response() {
+            match self.pending.remove(&command.opaque) {
+                Some(pending) if pending.conn == conn => {
+                    self.handle_response(now, pending, command)
+                }
+                Some(pending) => {
+                    // Same opaque on another connection: not ours.
+                    self.pending.insert(command.opaque, pending);
+                    self.counters.unknown_responses += 1;
+                }
+                None => self.counters.unknown_responses += 1,
+            }
+        } else {
+            self.handle_request(now, conn, command);
+        }
+        self.after_input(now);
+    }
+
+    /// Time passed: fire every timer due at `now`. Calling it early is harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(timer) = self.timers.pop_due(now) {
+            self.fire(now, timer);
+        }
+        self.after_input(now);
+    }
+
+    /// The handler finished `delivery`. A completion for a queue that was revoked meanwhile is
+    /// dropped and counted (its messages will be delivered to the queue's new owner).
+    pub fn complete(&mut self, now: Instant, delivery: DeliveryId, outcome: ConsumeOutcome) {
+        let Some(flight) = self.in_flight.remove(&delivery.seq) else {
+            self.counters.stale_completions += 1;
+            return;
+        };
+        self.counters.consume_time += now.saturating_duration_since(flight.started);
+        if self.lifecycle == Lifecycle::Draining {
+            self.report.drained += 1;
+        }
+        let current = self
+            .queue_keys
+            .get(&flight.key)
+            .and_then(|mq| self.queues.get_mut(mq));
+        match current {
+            Some(state) if state.epoch == flight.epoch => match outcome {
+                ConsumeOutcome::Success => state.pq.ack(&flight.offsets),
+                ConsumeOutcome::ReconsumeLater => {
+                    let at = now + self.config.reconsume_delay;
+                    state.pq.retry_at(&flight.offsets, at);
+                    self.timers.set(at, Timer::Redeliver);
+                }
+            },
+            _ => self.counters.stale_completions += 1,
+        }
+        if let Some(mq) = self.queue_keys.get(&flight.key).cloned() {
+            if self
+                .queues
+                .get(&mq)
+                .is_some_and(|s| s.phase == Phase::Revoking)
+            {
+                self.maybe_finish_revoke(now, &mq);
+            }
+        }
+        if self.lifecycle == Lifecycle::Draining && self.in_flight.is_empty() {
+            self.finish_drain(now);
+        }
+        self.after_input(now);
+    }
+
+    /// Starts a graceful shutdown: no new pulls or deliveries; in-flight deliveries get up to
+    /// `shutdown_drain_timeout`; then offsets are committed, the client unregisters, and
+    /// [`Event::Closed`] reports what happened.
+    pub fn shutdown(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        self.lifecycle = Lifecycle::Draining;
+        self.timers.clear();
+        if self.in_flight.is_empty() {
+            self.finish_drain(now);
+        } else {
+            self.timers.set(
+                now + self.config.shutdown_drain_timeout,
+                Timer::ShutdownDrain,
+            );
+        }
+        self.after_input(now);
+    }
+
+    // ----- outputs -----
+
+    /// The next piece of work for the driver.
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<Output> {
+        if let Some((conn, addr)) = self.conns.to_open.pop_front() {
+            return Some(Output::Connect { conn, addr });
+        }
+        self.outputs.pop_front()
+    }
+
+    /// When `handle_timeout` should next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next().map(|(at, _)| at)
+    }
+
+    // ----- getters -----
+
+    /// The next timer and what it is for (for tests and logs).
+    pub fn next_timer(&self) -> Option<(Instant, Timer)> {
+        self.timers.next()
+    }
+
+    /// The queues this consumer owns now.
+    pub fn assignment(&self) -> impl Iterator<Item = &MessageQueue> + '_ {
+        self.queues
+            .iter()
+            .filter(|(_, s)| s.phase != Phase::Revoking)
+            .map(|(mq, _)| mq)
+    }
+
+    /// Whether shutdown has finished.
+    pub fn is_closed(&self) -> bool {
+        self.lifecycle == Lifecycle::Closed
+    }
+
+    /// The client id.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// A snapshot of the consumer's state and counters.
+    pub fn stats(&self) -> ConsumerStats {
+        let queues = self
+            .queues
+            .iter()
+            .map(|(mq, s)| QueueStats {
+                queue: mq.clone(),
+                cached_messages: s.pq.len(),
+                cached_bytes: s.pq.bytes(),
+                in_flight: s.pq.in_flight(),
+                committable_offset: s.pq.committable(),
+                next_pull_offset: s.next_offset,
+                max_offset: s.max_offset,
+                lag: (s.max_offset - s.pq.committable()).max(0),
+            })
+            .collect();
+        let c = &self.counters;
+        ConsumerStats {
+            queues,
+            in_flight_deliveries: self.in_flight.len(),
+            delivered: c.delivered,
+            pulls: c.pulls,
+            mean_pull_latency: c
+                .pull_time
+                .checked_div(c.pulls.max(1) as u32)
+                .unwrap_or_default(),
+            mean_consume_latency: c
+                .consume_time
+                .checked_div(c.delivered.max(1) as u32)
+                .unwrap_or_default(),
+            stale_completions: c.stale_completions,
+            stale_responses: c.stale_responses,
+            unknown_responses: c.unknown_responses,
+            flow_control_pauses: c.flow_control_pauses,
+        }
+    }
+
+    // ----- timers -----
+
+    fn fire(&mut self, now: Instant, timer: Timer) {
+        match timer {
+            Timer::RouteRefresh => {
+                self.refresh_routes(now);
+                self.timers.reset(
+                    now + self.config.route_refresh_interval,
+                    Timer::RouteRefresh,
+                );
+            }
+            Timer::Heartbeat => {
+                self.heartbeat(now);
+                self.timers
+                    .reset(now + self.config.heartbeat_interval, Timer::Heartbeat);
+            }
+            Timer::Rebalance => {
+                self.rebalance(now);
+                self.timers
+                    .reset(now + self.config.rebalance_interval, Timer::Rebalance);
+            }
+            Timer::PersistOffsets => {
+                self.persist_offsets(now);
+                self.timers
+                    .reset(now + self.config.persist_interval, Timer::PersistOffsets);
+            }
+            Timer::Pull(key, epoch) => self.on_pull_timer(now, key, epoch),
+            Timer::RevokeDeadline(key, epoch) => {
+                if let Some(mq) = self.queue_keys.get(&key).cloned() {
+                    if self.queues.get(&mq).is_some_and(|s| s.epoch == epoch) {
+                        self.finish_revoke(now, &mq);
+                    }
+                }
+            }
+            Timer::Request(_, opaque) => {
+                let expired = self.pending.get(&opaque).is_some_and(|p| {
+                    let timeout = self.timeout_of(&p.kind);
+                    now >= p.sent + timeout
+                });
+                if expired {
+                    if let Some(pending) = self.pending.remove(&opaque) {
+                        self.request_failed(now, pending, FailureReason::Timeout);
+                    }
+                }
+            }
+            Timer::Reconnect => {}
+            Timer::Redeliver => {
+                for state in self.queues.values_mut() {
+                    if let Some(at) = state.pq.release_due(now) {
+                        self.timers.set(at, Timer::Redeliver);
+                    }
+                }
+            }
+            Timer::ShutdownDrain => {
+                if self.lifecycle == Lifecycle::Draining {
+                    self.finish_drain(now);
+                }
+            }
+            Timer::ShutdownFinish => self.close(),
+        }
+    }
+
+    // ----- requests -----
+
+    fn timeout_of(&self, kind: &PendingKind) -> Duration {
+        match kind {
+            PendingKind::Pull { .. } => self.config.pull_timeout,
+            _ => self.config.request_timeout,
+        }
+    }
+
+    fn request(&mut self, now: Instant, addr: &str, mut command: Command, kind: PendingKind) {
+        let opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.checked_add(1).unwrap_or(1);
+        command.opaque = opaque;
+        let (route, command) = self.conns.route(now, addr, command);
+        let conn = match route {
+            Route::Send(conn) => {
+                if let Some(command) = command {
+                    self.outputs.push_back(Output::Send { conn, command });
+                }
+                conn
+            }
+            Route::Queued => match self.conns_id(addr) {
+                Some(conn) => conn,
+                None => return,
+            },
+            Route::Unavailable => {
+                let pending = Pending {
+                    conn: ConnId(0),
+                    addr: addr.to_owned(),
+                    kind,
+                    sent: now,
+                };
+                self.request_failed(now, pending, FailureReason::Disconnected);
+                return;
+            }
+        };
+        let timeout = self.timeout_of(&kind);
+        self.pending.insert(
+            opaque,
+            Pending {
+                conn,
+                addr: addr.to_owned(),
+                kind,
+                sent: now,
+            },
+        );
+        self.timers
+            .set(now + timeout, Timer::Request(conn.0, opaque));
+    }
+
+    fn oneway(&mut self, now: Instant, addr: &str, command: Command) {
+        let mut command = command.oneway();
+        command.opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.checked_add(1).unwrap_or(1);
+        if let (Route::Send(conn), Some(command)) = self.conns.route(now, addr, command) {
+            self.outputs.push_back(Output::Send { conn, command });
+        }
+    }
+
+    fn conns_id(&self, addr: &str) -> Option<ConnId> {
+        self.conns
+            .ids()
+            .into_iter()
+            .find(|id| self.conns.addr(*id) == Some(addr))
+    }
+
+    fn request_failed(&mut self, now: Instant, pending: Pending, reason: FailureReason) {
+        self.outputs.push_back(Output::Event(Event::RequestFailed {
+            addr: pending.addr.clone(),
+            request: pending.kind.name(),
+            reason,
+        }));
+        match pending.kind {
+            PendingKind::Route(_) => {
+                // Try the next name server at the next refresh, soon.
+                self.namesrv_index = (self.namesrv_index + 1) % self.config.name_servers.len();
+                self.timers
+                    .reset(now + self.config.rebalance_retry, Timer::RouteRefresh);
+            }
+            PendingKind::Heartbeat => {}
+            PendingKind::ConsumerList(_) => {
+                self.timers
+                    .reset(now + self.config.rebalance_retry, Timer::Rebalance);
+            }
+            PendingKind::QueryOffset(key, epoch)
+            | PendingKind::MaxOffset(key, epoch)
+            | PendingKind::SearchOffset(key, epoch) => {
+                if let Some(state) = self.queue_mut(key, epoch) {
+                    state.phase = Phase::Resolve;
+                    self.timers
+                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                }
+            }
+            PendingKind::Pull { key, epoch, .. } => {
+                self.counters.pulls += 1;
+                if let Some(state) = self.queue_mut(key, epoch) {
+                    if state.phase == Phase::Pulling {
+                        state.phase = Phase::Idle;
+                    }
+                    self.timers
+                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                }
+            }
+            PendingKind::FinalCommit(mq, _) => {
+                self.report.uncommitted.push(mq);
+                self.maybe_close();
+            }
+            PendingKind::Unregister => self.maybe_close(),
+        }
+    }
+
+    fn handle_response(&mut self, now: Instant, pending: Pending, response: Command) {
+        let code = response.response_code();
+        let refused = |response: &Command| FailureReason::Refused(code, response.remark.clone());
+        match pending.kind.clone() {
+            PendingKind::Route(topic) => self.on_route(now, pending, &topic, response),
+            PendingKind::Heartbeat => {
+                if code != ResponseCode::SUCCESS {
+                    let reason = refused(&response);
+                    self.request_failed(now, pending, reason);
+                } else if self.rebalance_after_heartbeat {
+                    self.rebalance_after_heartbeat = false;
+                    self.rebalance(now);
+                }
+            }
+            PendingKind::ConsumerList(topic) => {
+                let body = (code == ResponseCode::SUCCESS)
+                    .then(|| ConsumerListBody::decode(&response.body).ok())
+                    .flatten();
+                match body {
+                    Some(list) => self.apply_rebalance(now, &topic, &list.consumer_id_list),
+                    None => {
+                        let reason = refused(&response);
+                        self.request_failed(now, pending, reason);
+                    }
+                }
+            }
+            PendingKind::QueryOffset(key, epoch) => match code {
+                ResponseCode::SUCCESS => match response.header::<QueryConsumerOffsetResponse>() {
+                    Ok(h) if h.offset >= 0 => self.start_queue(now, key, epoch, h.offset),
+                    _ => {
+                        self.request_failed(now, pending, FailureReason::Malformed("offset".into()))
+                    }
+                },
+                // No committed offset: a new group (`RebalancePushImpl.computePullFromWhere`).
+                ResponseCode::QUERY_NOT_FOUND => self.resolve_without_commit(now, key, epoch),
+                _ => {
+                    let reason = refused(&response);
+                    self.request_failed(now, pending, reason);
+                }
+            },
+            PendingKind::MaxOffset(key, epoch) => match response.header::<GetMaxOffsetResponse>() {
+                Ok(h) if code == ResponseCode::SUCCESS && h.offset >= 0 => {
+                    self.start_queue(now, key, epoch, h.offset)
+                }
+                _ => {
+                    let reason = refused(&response);
+                    self.request_failed(now, pending, reason);
+                }
+            },
+            PendingKind::SearchOffset(key, epoch) => {
+                match response.header::<SearchOffsetResponse>() {
+                    Ok(h) if code == ResponseCode::SUCCESS && h.offset >= 0 => {
+                        self.start_queue(now, key, epoch, h.offset)
+                    }
+                    _ => {
+                        let reason = refused(&response);
+                        self.request_failed(now, pending, reason);
+                    }
+                }
+            }
+            PendingKind::Pull { key, epoch, offset } => {
+                self.on_pull(now, pending, key, epoch, offset, response)
+            }
+            PendingKind::FinalCommit(mq, offset) => {
+                if code == ResponseCode::SUCCESS {
+                    self.report.committed.push((mq, offset));
+                } else {
+                    self.report.uncommitted.push(mq);
+                }
+                self.maybe_close();
+            }
+            PendingKind::Unregister => self.maybe_close(),
+        }
+    }
+
+    fn handle_request(&mut self, now: Instant, conn: ConnId, request: Command) {
+        if request.request_code() == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED {
+            // Java wakes the rebalance service at once (`ClientRemotingProcessor`).
+            let ours = request
+                .header::<NotifyConsumerIdsChangedRequest>()
+                .is_ok_and(|h| h.consumer_group == self.config.group);
+            if ours && self.lifecycle == Lifecycle::Running {
+                self.rebalance(now);
+            }
+            return;
+        }
+        if !request.is_oneway() {
+            let answer =
+                Command::response(ResponseCode::REQUEST_CODE_NOT_SUPPORTED, request.opaque)
+                    .with_remark(format!(
+                        "request code {} not supported by this consumer",
+                        request.code
+                    ));
+            self.outputs.push_back(Output::Send {
+                conn,
+                command: answer,
+            });
+        }
+    }
+
+    // ----- routes and heartbeats -----
+
+    fn refresh_routes(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let Some(namesrv) = self.config.name_servers.get(self.namesrv_index).cloned() else {
+            return;
+        };
+        let topics: Vec<String> = self.subscriptions.keys().cloned().collect();
+        for topic in topics {
+            let header = GetRouteInfoRequest {
+                topic: topic.clone(),
+                accept_standard_json_only: Some(true),
+            };
+            self.request(
+                now,
+                &namesrv,
+                Command::request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header),
+                PendingKind::Route(topic),
+            );
+        }
+    }
+
+    fn on_route(&mut self, now: Instant, pending: Pending, topic: &str, response: Command) {
+        let code = response.response_code();
+        if code == ResponseCode::TOPIC_NOT_EXIST {
+            // The retry topic appears once a broker has our heartbeat; others may come later.
+            if self.routes.remove(topic).is_some() {
+                self.rebalance(now);
+            }
+            self.timers
+                .reset(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
+            return;
+        }
+        let route = (code == ResponseCode::SUCCESS).then(|| TopicRouteData::decode(&response.body));
+        let route = match route {
+            Some(Ok(route)) => route,
+            Some(Err(e)) => {
+                return self.request_failed(now, pending, FailureReason::Malformed(e.to_string()));
+            }
+            None => {
+                let reason = FailureReason::Refused(code, response.remark.clone());
+                return self.request_failed(now, pending, reason);
+            }
+        };
+        let mut new_broker = false;
+        for broker in &route.broker_datas {
+            let known = self.brokers.entry(broker.broker_name.clone()).or_default();
+            for (id, addr) in &broker.broker_addrs {
+                if known.insert(*id, addr.clone()).as_ref() != Some(addr) {
+                    new_broker = true;
+                }
+            }
+        }
+        let changed = self
+            .routes
+            .get(topic)
+            .is_none_or(|old| old.subscribe_queues(topic) != route.subscribe_queues(topic));
+        self.routes.insert(topic.to_owned(), route);
+        if new_broker {
+            self.rebalance_after_heartbeat = true;
+            self.heartbeat(now);
+        } else if changed {
+            self.rebalance(now);
+        }
+    }
+
+    fn heartbeat(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let data = HeartbeatData {
+            client_id: self.client_id.clone(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: self.config.group.clone(),
+                consume_from_where: match self.config.consume_from {
+                    ConsumeFrom::LastOffset => ConsumeFromWhere::LastOffset,
+                    ConsumeFrom::FirstOffset => ConsumeFromWhere::FirstOffset,
+                    ConsumeFrom::Timestamp(_) => ConsumeFromWhere::Timestamp,
+                },
+                subscription_data_set: self.subscriptions.values().cloned().collect(),
+                ..ConsumerData::default()
+            }],
+            ..HeartbeatData::default()
+        };
+        let body = data.encode();
+        let addrs: BTreeSet<String> = self
+            .brokers
+            .values()
+            .flat_map(|ids| ids.values().cloned())
+            .collect();
+        for addr in addrs {
+            let request = Command::request(RequestCode::HEART_BEAT, &HeartbeatRequest {})
+                .with_body(body.clone());
+            self.request(now, &addr, request, PendingKind::Heartbeat);
+        }
+    }
+
+    // ----- rebalance -----
+
+    fn rebalance(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let topics: Vec<String> = self.subscriptions.keys().cloned().collect();
+        for topic in topics {
+            let Some(route) = self.routes.get(&topic) else {
+                // No route: the topic is gone, or not there yet; own none of its queues.
+                self.apply_assignment(now, &topic, BTreeSet::new());
+                continue;
+            };
+            let masters: Vec<String> = route
+                .broker_datas
+                .iter()
+                .filter_map(|b| b.master_or_any_addr().map(str::to_owned))
+                .collect();
+            if masters.is_empty() {
+                continue;
+            }
+            // Java asks a random broker of the topic (`findBrokerAddrByTopic`).
+            let pick = (self.next_random() % masters.len() as u64) as usize;
+            let addr = masters[pick].clone();
+            let header = GetConsumerListByGroupRequest {
+                consumer_group: self.config.group.clone(),
+            };
+            self.request(
+                now,
+                &addr,
+                Command::request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &header),
+                PendingKind::ConsumerList(topic),
+            );
+        }
+    }
+
+    fn apply_rebalance(&mut self, now: Instant, topic: &str, consumer_ids: &[String]) {
+        let Some(route) = self.routes.get(topic) else {
+            return;
+        };
+        let queues = route.subscribe_queues(topic);
+        let mine = rebalance::allocate(
+            &self.config.strategy,
+            &self.client_id,
+            &queues,
+            consumer_ids,
+        );
+        if !consumer_ids.iter().any(|id| id == &self.client_id) {
+            // The broker does not list us yet (heartbeat in flight): try again soon.
+            self.timers
+                .reset(now + self.config.rebalance_retry, Timer::Rebalance);
+        }
+        self.apply_assignment(now, topic, mine.into_iter().collect());
+    }
+
+    fn apply_assignment(&mut self, now: Instant, topic: &str, target: BTreeSet<MessageQueue>) {
+        let current: BTreeSet<MessageQueue> = self
+            .queues
+            .iter()
+            .filter(|(mq, s)| mq.topic() == topic && s.phase != Phase::Revoking)
+            .map(|(mq, _)| mq.clone())
+            .collect();
+        let change = rebalance::diff(&current, &target);
+        for mq in &change.removed {
+            self.revoke(now, mq);
+        }
+        for mq in &change.added {
+            self.add_queue(now, mq.clone());
+        }
+        if !change.added.is_empty() {
+            self.outputs
+                .push_back(Output::Event(Event::Assigned(change.added)));
+        }
+    }
+
+    fn add_queue(&mut self, now: Instant, mq: MessageQueue) {
+        if let Some(old) = self.queues.get(&mq) {
+            // Revoked but still draining: finish the old life before the new one starts.
+            if old.phase == Phase::Revoking {
+                self.finish_revoke(now, &mq);
+            } else {
+                return;
+            }
+        }
+        self.next_key += 1;
+        self.next_epoch += 1;
+        let (key, epoch) = (self.next_key, self.next_epoch);
+        self.queue_keys.insert(key, mq.clone());
+        self.queues.insert(
+            mq,
+            QueueState {
+                key,
+                epoch,
+                phase: Phase::Resolve,
+                pq: ProcessQueue::new(0),
+                next_offset: 0,
+                pull_broker_id: 0,
+                max_offset: 0,
+                persisted: None,
+            },
+        );
+        self.resolve_offset(now, key, epoch);
+    }
+
+    fn revoke(&mut self, now: Instant, mq: &MessageQueue) {
+        let Some(state) = self.queues.get_mut(mq) else {
+            return;
+        };
+        state.phase = Phase::Revoking;
+        let (key, epoch) = (state.key, state.epoch);
+        if self
+            .in_flight
+            .values()
+            .any(|f| f.key == key && f.epoch == epoch)
+        {
+            self.timers.set(
+                now + self.config.revoke_drain_timeout,
+                Timer::RevokeDeadline(key, epoch),
+            );
+        } else {
+            self.finish_revoke(now, mq);
+        }
+    }
+
+    fn maybe_finish_revoke(&mut self, now: Instant, mq: &MessageQueue) {
+        let Some(state) = self.queues.get(mq) else {
+            return;
+        };
+        let (key, epoch) = (state.key, state.epoch);
+        if !self
+            .in_flight
+            .values()
+            .any(|f| f.key == key && f.epoch == epoch)
+        {
+            self.finish_revoke(now, mq);
+        }
+    }
+
+    /// Commits the queue's offset and forgets it; in-flight completions become stale.
+    fn finish_revoke(&mut self, now: Instant, mq: &MessageQueue) {
+        let Some(state) = self.queues.remove(mq) else {
+            return;
+        };
+        self.queue_keys.remove(&state.key);
+        // Only a queue that got its start offset has anything to commit.
+        if state.persisted.is_some() {
+            self.commit_oneway(now, mq, state.pq.committable());
+        }
+        self.outputs
+            .push_back(Output::Event(Event::Revoked(vec![mq.clone()])));
+    }
+
+    // ----- start offsets -----
+
+    fn resolve_offset(&mut self, now: Instant, key: u64, epoch: u64) {
+        let group = self.config.group.clone();
+        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+            return;
+        };
+        let Some(addr) = self.master_addr(mq.broker_name()) else {
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            return;
+        };
+        if let Some(state) = self.queue_mut(key, epoch) {
+            state.phase = Phase::Resolving;
+        }
+        let header = QueryConsumerOffsetRequest {
+            consumer_group: group,
+            topic: mq.topic().to_owned(),
+            queue_id: mq.queue_id(),
+            set_zero_if_not_found: Some(false),
+        };
+        self.request(
+            now,
+            &addr,
+            Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &header),
+            PendingKind::QueryOffset(key, epoch),
+        );
+    }
+
+    /// Java's table for a queue without a committed offset (`remoting-protocol.md` §7.8).
+    fn resolve_without_commit(&mut self, now: Instant, key: u64, epoch: u64) {
+        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+            return;
+        };
+        let is_retry = mq.topic().starts_with(RETRY_TOPIC_PREFIX);
+        let Some(addr) = self.master_addr(mq.broker_name()) else {
+            return;
+        };
+        match (self.config.consume_from, is_retry) {
+            (ConsumeFrom::FirstOffset, _) | (ConsumeFrom::LastOffset, true) => {
+                self.start_queue(now, key, epoch, 0);
+            }
+            (ConsumeFrom::LastOffset, false) | (ConsumeFrom::Timestamp(_), true) => {
+                let header = GetMaxOffsetRequest {
+                    topic: mq.topic().to_owned(),
+                    queue_id: mq.queue_id(),
+                    committed: Some(true),
+                };
+                let request = Command::request(RequestCode::GET_MAX_OFFSET, &header);
+                self.request(now, &addr, request, PendingKind::MaxOffset(key, epoch));
+            }
+            (ConsumeFrom::Timestamp(ms), false) => {
+                let header = SearchOffsetRequest {
+                    topic: mq.topic().to_owned(),
+                    queue_id: mq.queue_id(),
+                    timestamp: ms,
+                    boundary_type: None,
+                };
+                let request = Command::request(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);
+                self.request(now, &addr, request, PendingKind::SearchOffset(key, epoch));
+            }
+        }
+    }
+
+    fn start_queue(&mut self, now: Instant, key: u64, epoch: u64, offset: i64) {
+        let Some(state) = self.queue_mut(key, epoch) else {
+            self.counters.stale_responses += 1;
+            return;
+        };
+        if state.phase != Phase::Resolving && state.phase != Phase::Resolve {
+            return;
+        }
+        state.pq = ProcessQueue::new(offset);
+        state.next_offset = offset;
+        state.persisted = Some(offset);
+        state.phase = Phase::Idle;
+        self.try_pull(now, key, epoch);
+    }
+
+    // ----- pulling -----
+
+    fn on_pull_timer(&mut self, now: Instant, key: u64, epoch: u64) {
+        let Some(state) = self.queue_mut(key, epoch) else {
+            return;
+        };
+        match state.phase {
+            Phase::Resolve => self.resolve_offset(now, key, epoch),
+            Phase::Idle => self.try_pull(now, key, epoch),
+            Phase::Resolving | Phase::Pulling | Phase::Revoking => {}
+        }
+    }
+
+    fn try_pull(&mut self, now: Instant, key: u64, epoch: u64) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let limits = self.limits_for(key);
+        let (total_messages, total_bytes) = self.totals();
+        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+            return;
+        };
+        let Some(state) = self.queues.get_mut(&mq) else {
+            return;
+        };
+        if state.epoch != epoch || state.phase != Phase::Idle {
+            return;
+        }
+        let load = Load {
+            queue_messages: state.pq.len(),
+            queue_bytes: state.pq.bytes(),
+            span: state.pq.span(),
+            total_messages,
+            total_bytes,
+        };
+        if flow::decide(load, limits).is_err() {
+            self.counters.flow_control_pauses += 1;
+            self.timers.set(
+                now + self.config.flow_control_backoff,
+                Timer::Pull(key, epoch),
+            );
+            return;
+        }
+        let offset = state.next_offset;
+        let commit = state.pq.committable();
+        let broker_id = state.pull_broker_id;
+        let sub_version = self
+            .subscriptions
+            .get(mq.topic())
+            .map_or(0, |s| s.sub_version);
+        let Some((addr, is_master)) = self.pull_addr(mq.broker_name(), broker_id) else {
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            return;
+        };
+        // Piggy-back the commit on the pull, on masters only (`PullAPIWrapper.pullKernelImpl`).
+        let commit_flag = commit > 0 && is_master;
+        let header = PullMessageRequest {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic().to_owned(),
+            queue_id: mq.queue_id(),
+            queue_offset: offset,
+            max_msg_nums: self.config.pull_batch_size,
+            sys_flag: pull_sys_flag::build(commit_flag, true, false, false, false),
+            commit_offset: if commit_flag { commit } else { 0 },
+            suspend_timeout_millis: self.config.long_poll_suspend.as_millis() as i64,
+            subscription: None,
+            sub_version,
+            expression_type: None,
+            max_msg_bytes: None,
+            broker_name: None,
+        };
+        if let Some(state) = self.queues.get_mut(&mq) {
+            state.phase = Phase::Pulling;
+            if commit_flag {
+                state.persisted = Some(state.persisted.map_or(commit, |p| p.max(commit)));
+            }
+        }
+        self.request(
+            now,
+            &addr,
+            Command::request(RequestCode::PULL_MESSAGE, &header),
+            PendingKind::Pull { key, epoch, offset },
+        );
+    }
+
+    fn on_pull(
+        &mut self,
+        now: Instant,
+        pending: Pending,
+        key: u64,
+        epoch: u64,
+        offset: i64,
+        response: Command,
+    ) {
+        self.counters.pulls += 1;
+        self.counters.pull_time += now.saturating_duration_since(pending.sent);
+        let retry_topic = self.retry_topic.clone();
+        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+            self.counters.stale_responses += 1;
+            return;
+        };
+        let subscription = self.subscriptions.get(mq.topic()).cloned();
+        match self.queues.get(&mq) {
+            Some(state) if state.epoch == epoch && state.phase == Phase::Pulling => {}
+            _ => {
+                self.counters.stale_responses += 1;
+                return;
+            }
+        }
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let outcome = pull::interpret(&response, offset, subscription.as_ref(), &retry_topic);
+        let Some(state) = self.queues.get_mut(&mq) else {
+            return;
+        };
+        state.phase = Phase::Idle;
+        match outcome {
+            PullOutcome::Found {
+                messages,
+                next_offset,
+                max_offset,
+                suggested_broker,
+                corrupt,
+            } => {
+                let empty = messages.is_empty();
+                state.pq.put(messages);
+                if empty {
+                    state.pq.advance_empty(next_offset);
+                }
+                state.next_offset = next_offset;
+                state.max_offset = max_offset;
+                state.pull_broker_id = suggested_broker;
+                if let Some((error, _)) = corrupt {
+                    self.outputs
+                        .push_back(Output::Event(Event::CorruptMessages { queue: mq, error }));
+                    self.timers
+                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                } else {
+                    self.pull_next(now, key, epoch);
+                }
+            }
+            PullOutcome::NoMessages {
+                next_offset,
+                max_offset,
+                suggested_broker,
+            } => {
+                // Java's correctTagsOffset: with nothing cached, the offset may move on.
+                state.pq.advance_empty(next_offset);
+                state.next_offset = next_offset;
+                state.max_offset = max_offset;
+                state.pull_broker_id = suggested_broker;
+                self.pull_next(now, key, epoch);
+            }
+            PullOutcome::OffsetMoved { next_offset } => {
+                self.outputs.push_back(Output::Event(Event::OffsetMoved {
+                    queue: mq.clone(),
+                    from: offset,
+                    to: next_offset,
+                }));
+                // Java drops the process queue, persists the corrected offset and lets the next
+                // rebalance add the queue again; re-creating it here at the corrected offset is
+                // the same without waiting for a rebalance or racing the oneway commit.
+                self.queues.remove(&mq);
+                self.queue_keys.remove(&key);
+                self.commit_oneway(now, &mq, next_offset);
+                self.next_key += 1;
+                self.next_epoch += 1;
+                let (key, epoch) = (self.next_key, self.next_epoch);
+                self.queue_keys.insert(key, mq.clone());
+                self.queues.insert(
+                    mq,
+                    QueueState {
+                        key,
+                        epoch,
+                        phase: Phase::Idle,
+                        pq: ProcessQueue::new(next_offset),
+                        next_offset,
+                        pull_broker_id: 0,
+                        max_offset: 0,
+                        persisted: Some(next_offset),
+                    },
+                );
+                self.try_pull(now, key, epoch);
+            }
+            PullOutcome::BrokerBusy => {
+                self.timers.set(
+                    now + self.config.broker_flow_control_backoff,
+                    Timer::Pull(key, epoch),
+                );
+            }
+            PullOutcome::Failed { code, remark } => {
+                if matches!(
+                    code,
+                    ResponseCode::SUBSCRIPTION_NOT_EXIST | ResponseCode::SUBSCRIPTION_NOT_LATEST
+                ) {
+                    self.heartbeat(now);
+                }
+                self.outputs.push_back(Output::Event(Event::RequestFailed {
+                    addr: pending.addr,
+                    request: "PULL_MESSAGE",
+                    reason: FailureReason::Refused(code, remark),
+                }));
+                self.timers
+                    .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            }
+        }
+    }
+
+    fn pull_next(&mut self, now: Instant, key: u64, epoch: u64) {
+        if self.config.pull_interval.is_zero() {
+            self.try_pull(now, key, epoch);
+        } else {
+            self.timers
+                .set(now + self.config.pull_interval, Timer::Pull(key, epoch));
+        }
+    }
+
+    fn limits_for(&self, key: u64) -> Limits {
+        let c = &self.config;
+        let topic = self
+            .queue_keys
+            .get(&key)
+            .map(MessageQueue::topic)
+            .unwrap_or_default();
+        let queues_of_topic = self.queues.keys().filter(|mq| mq.topic() == topic).count();
+        let queue_messages = match c.max_cached_messages_per_topic {
+            Some(limit) => (flow::per_queue_share(limit as u64, queues_of_topic) as usize)
+                .min(c.max_cached_messages_per_queue),
+            None => c.max_cached_messages_per_queue,
+        };
+        let queue_bytes = match c.max_cached_bytes_per_topic {
+            Some(limit) => {
+                flow::per_queue_share(limit, queues_of_topic).min(c.max_cached_bytes_per_queue)
+            }
+            None => c.max_cached_bytes_per_queue,
+        };
+        Limits {
+            queue_messages,
+            queue_bytes,
+            span: c.max_offset_span,
+            total_messages: c.max_cached_messages_total,
+            total_bytes: c.max_cached_bytes_total,
+        }
+    }
+
+    fn totals(&self) -> (usize, u64) {
+        self.queues
+            .values()
+            .fold((0, 0), |(m, b), s| (m + s.pq.len(), b + s.pq.bytes()))
+    }
+
+    // ----- deliveries -----
+
+    fn dispatch(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        // Round robin over queues, starting after the queue served last.
+        let keys: Vec<u64> = self
+            .queue_keys
+            .range(self.last_dispatched + 1..)
+            .chain(self.queue_keys.range(..=self.last_dispatched))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut progress = true;
+        while progress && self.in_flight.len() < self.config.max_in_flight_deliveries {
+            progress = false;
+            for &key in &keys {
+                if self.in_flight.len() >= self.config.max_in_flight_deliveries {
+                    break;
+                }
+                let Some(mq) = self.queue_keys.get(&key) else {
+                    continue;
+                };
+                let Some(state) = self.queues.get_mut(mq) else {
+                    continue;
+                };
+                if state.phase == Phase::Revoking || !state.pq.has_ready() {
+                    continue;
+                }
+                let messages = state.pq.take_ready(self.config.consume_batch_size);
+                if messages.is_empty() {
+                    continue;
+                }
+                self.next_seq += 1;
+                let id = DeliveryId {
+                    queue: key,
+                    epoch: state.epoch,
+                    seq: self.next_seq,
+                };
+                self.in_flight.insert(
+                    id.seq,
+                    InFlight {
+                        key,
+                        epoch: state.epoch,
+                        offsets: messages.iter().map(|m| m.queue_offset()).collect(),
+                        started: now,
+                    },
+                );
+                self.counters.delivered += 1;
+                self.outputs.push_back(Output::Deliver(Delivery {
+                    id,
+                    queue: mq.clone(),
+                    messages,
+                }));
+                self.last_dispatched = key;
+                progress = true;
+            }
+        }
+    }
+
+    // ----- offsets -----
+
+    fn persist_offsets(&mut self, now: Instant) {
+        let due: Vec<(MessageQueue, i64)> = self
+            .queues
+            .iter()
+            .filter(|(_, s)| matches!(s.phase, Phase::Idle | Phase::Pulling))
+            .filter(|(_, s)| s.persisted.is_none_or(|p| s.pq.committable() > p))
+            .map(|(mq, s)| (mq.clone(), s.pq.committable()))
+            .collect();
+        for (mq, offset) in due {
+            if let Some(state) = self.queues.get_mut(&mq) {
+                state.persisted = Some(offset);
+            }
+            self.commit_oneway(now, &mq, offset);
+        }
+    }
+
+    fn commit_oneway(&mut self, now: Instant, mq: &MessageQueue, offset: i64) {
+        let Some(addr) = self.master_addr(mq.broker_name()) else {
+            return;
+        };
+        let header = UpdateConsumerOffsetRequest {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic().to_owned(),
+            queue_id: mq.queue_id(),
+            commit_offset: offset,
+        };
+        self.oneway(
+            now,
+            &addr,
+            Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &header),
+        );
+    }
+
+    // ----- shutdown -----
+
+    fn finish_drain(&mut self, now: Instant) {
+        self.lifecycle = Lifecycle::Finishing;
+        self.report.abandoned = self.in_flight.len();
+        self.in_flight.clear();
+        self.timers.clear();
+        let queues: Vec<(MessageQueue, i64, bool)> = self
+            .queues
+            .iter()
+            .map(|(mq, s)| (mq.clone(), s.pq.committable(), s.persisted.is_some()))
+            .collect();
+        for (mq, offset, started) in queues {
+            if !started {
+                continue;
+            }
+            let Some(addr) = self.master_addr(mq.broker_name()) else {
+                self.report.uncommitted.push(mq);
+                continue;
+            };
+            let header = UpdateConsumerOffsetRequest {
+                consumer_group: self.config.group.clone(),
+                topic: mq.topic().to_owned(),
+                queue_id: mq.queue_id(),
+                commit_offset: offset,
+            };
+            self.request(
+                now,
+                &addr,
+                Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &header),
+                PendingKind::FinalCommit(mq, offset),
+            );
+        }
+        let addrs: BTreeSet<String> = self
+            .brokers
+            .values()
+            .flat_map(|ids| ids.values().cloned())
+            .collect();
+        for addr in addrs {
+            let header = UnregisterClientRequest {
+                client_id: self.client_id.clone(),
+                producer_group: None,
+                consumer_group: Some(self.config.group.clone()),
+            };
+            self.request(
+                now,
+                &addr,
+                Command::request(RequestCode::UNREGISTER_CLIENT, &header),
+                PendingKind::Unregister,
+            );
+        }
+        self.timers
+            .set(now + self.config.request_timeout, Timer::ShutdownFinish);
+        self.maybe_close();
+    }
+
+    fn maybe_close(&mut self) {
+        let waiting = self.pending.values().any(|p| {
+            matches!(
+                p.kind,
+                PendingKind::FinalCommit(..) | PendingKind::Unregister
+            )
+        });
+        if self.lifecycle == Lifecycle::Finishing && !waiting {
+            self.close();
+        }
+    }
+
+    fn close(&mut self) {
+        if self.lifecycle == Lifecycle::Closed {
+            return;
+        }
+        // Requests that never got an answer count as not committed.
+        let unanswered: Vec<MessageQueue> = self
+            .pending
+            .values()
+            .filter_map(|p| match &p.kind {
+                PendingKind::FinalCommit(mq, _) => Some(mq.clone()),
+                _ => None,
+            })
+            .collect();
+        self.report.uncommitted.extend(unanswered);
+        self.pending.clear();
+        self.timers.clear();
+        self.lifecycle = Lifecycle::Closed;
+        for conn in self.conns.ids() {
+            self.outputs.push_back(Output::Close { conn });
+        }
+        self.conns.clear();
+        self.conns.to_open.clear();
+        let mut report = std::mem::take(&mut self.report);
+        report.committed.sort();
+        report.uncommitted.sort();
+        self.outputs.push_back(Output::Event(Event::Closed(report)));
+    }
+
+    // ----- helpers -----
+
+    fn after_input(&mut self, now: Instant) {
+        self.dispatch(now);
+    }
+
+    fn queue_mut(&mut self, key: u64, epoch: u64) -> Option<&mut QueueState> {
+        let mq = self.queue_keys.get(&key)?;
+        self.queues.get_mut(mq).filter(|s| s.epoch == epoch)
+    }
+
+    fn master_addr(&self, broker: &str) -> Option<String> {
+        let ids = self.brokers.get(broker)?;
+        ids.get(&0).or_else(|| ids.values().next()).cloned()
+    }
+
+    /// The address to pull from: the suggested node, else the master, else any
+    /// (`findBrokerAddressInSubscribe`); and whether it is the master.
+    fn pull_addr(&self, broker: &str, id: i64) -> Option<(String, bool)> {
+        let ids = self.brokers.get(broker)?;
+        let (id, addr) = ids
+            .get_key_value(&id)
+            .or_else(|| ids.get_key_value(&0))
+            .or_else(|| ids.iter().next())?;
+        Some((addr.clone(), *id == 0))
+    }
+
+    fn unix_ms(&self, now: Instant) -> i64 {
+        self.start_unix_ms + now.saturating_duration_since(self.start).as_millis() as i64
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // splitmix64: enough to spread requests, and reproducible from the seed.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,67 @@
+//! One ordered timer queue for every deadline the consumer keeps.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+/// A timer. Per-queue and per-request timers carry their key; a fired timer whose subject is
+/// gone, or whose epoch is old, is ignored, so they never need cancelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {
+    /// Refresh topic routes.
+    RouteRefresh,
+    /// Heartbeat every broker.
+    Heartbeat,
+    /// Rebalance every topic.
+    Rebalance,
+    /// Commit offsets.
+    PersistOffsets,
+    /// A queue's next pull (or offset query) is due: `(queue key, epoch)`.
+    Pull(u64, u64),
+    /// A revoked queue's drain deadline: `(queue key, epoch)`.
+    RevokeDeadline(u64, u64),
+    /// A request's response deadline: `(connection, opaque)`.
+    Request(u64, i32),
+    /// Reconnecting to an address is allowed again.
+    Reconnect,
+    /// Redeliver messages whose reconsume delay has passed.
+    Redeliver,
+    /// Shutdown stops waiting for in-flight deliveries.
+    ShutdownDrain,
+    /// Shutdown stops waiting for commit and unregister answers.
+    ShutdownFinish,
+}
+
+/// Timers ordered by deadline, ties broken by the timer itself, so firing order is
+/// deterministic.
+#[derive(Debug, Default)]
+pub(crate) struct TimerQueue {
+    entries: BTreeSet<(Instant, Timer)>,
+}
+
+impl TimerQueue {
+    pub(crate) fn set(&mut self, at: Instant, timer: Timer) {
+        self.entries.insert((at, timer));
+    }
+
+    /// Replaces every pending instance of `timer` with one at `at`.
+    pub(crate) fn reset(&mut self, at: Instant, timer: Timer) {
+        self.entries.retain(|(_, t)| *t != timer);
+        self.entries.insert((at, timer));
+    }
+
+    pub(crate) fn next(&self) -> Option<(Instant, Timer)> {
+        self.entries.first().copied()
+    }
+
+    /// Removes and returns the earliest timer due at `now`.
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+        match self.entries.first() {
+            Some(&(at, _)) if at <= now => self.entries.pop_first().map(|(_, t)| t),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+}

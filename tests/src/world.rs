@@ -1,0 +1,663 @@
+//! [`World`]: several real [`Consumer`]s against the [`SimCluster`], over a simulated network
+//! with seeded latency, on a virtual clock, with seeded faults, checking invariants after
+//! every step. Every command crosses the network as bytes through the real codec.
+//!
+//! A failing run panics with its seed (`SIM_SEED=<seed>` replays it) and the tail of a
+//! readable trace.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use consumer_core::{
+    ConnId, ConsumeFrom, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, Event, Output,
+    ShutdownReport,
+};
+use proto::{Command, FrameDecoder, HeaderEncoding, MessageQueue, frame};
+
+use crate::sim::{ConnKey, Fault, SimCluster, SimConfig, SimRng};
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    /// The seed of everything random: latencies, handler times, faults.
+    pub seed: u64,
+    /// The consumer group.
+    pub group: String,
+    /// The topic consumed.
+    pub topic: String,
+    /// Queues of the topic on each broker.
+    pub queues_per_broker: i32,
+    /// Consumers at the start.
+    pub consumers: usize,
+    /// Messages produced, spread over the first half of the run.
+    pub messages: usize,
+    /// How long faults and production go on.
+    pub active: Duration,
+    /// One-way network latency range.
+    pub latency: (Duration, Duration),
+    /// Handler time range.
+    pub handler_time: (Duration, Duration),
+    /// Chance (percent) that a handler asks to reconsume later.
+    pub reconsume_percent: u64,
+    /// Inject faults (connection drops, broker restart, member churn, OFFSET_MOVED,
+    /// SYSTEM_BUSY).
+    pub faults: bool,
+    /// Adjusts each consumer's configuration.
+    pub consumer_config: fn(ConsumerConfig) -> ConsumerConfig,
+}
+
+impl WorldConfig {
+    /// A small cluster (2 brokers x 2 queues), 2 consumers, 60 messages, faults on.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            group: "sim-group".into(),
+            topic: "SimTopic".into(),
+            queues_per_broker: 2,
+            consumers: 2,
+            messages: 60,
+            active: Duration::from_secs(60),
+            latency: (Duration::from_micros(100), Duration::from_millis(5)),
+            handler_time: (Duration::from_micros(50), Duration::from_millis(20)),
+            reconsume_percent: 5,
+            faults: true,
+            consumer_config: |c| c,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Ev {
+    ToCluster(ConnKey, Bytes),
+    ToNode(usize, ConnId, Bytes),
+    Connected(usize, ConnId),
+    Refused(usize, ConnId),
+    Lost(usize, ConnId),
+    Complete(usize, DeliveryId, ConsumeOutcome),
+    Produce,
+    Fault,
+    Join,
+}
+
+/// One consumer process.
+#[derive(Debug)]
+pub struct Node {
+    /// The consumer.
+    pub consumer: Consumer,
+    keys: BTreeMap<ConnId, ConnKey>,
+    outstanding: BTreeMap<DeliveryId, Vec<(MessageQueue, i64)>>,
+    /// Set once its shutdown finished.
+    pub report: Option<ShutdownReport>,
+    shutting_down: bool,
+}
+
+/// The simulated world.
+#[derive(Debug)]
+pub struct World {
+    /// The configuration.
+    pub config: WorldConfig,
+    /// The virtual time.
+    pub now: Instant,
+    epoch: Instant,
+    /// The cluster.
+    pub cluster: SimCluster,
+    /// Every consumer ever started, alive or shut down.
+    pub nodes: Vec<Node>,
+    queue: BTreeMap<(Instant, u64), Ev>,
+    seq: u64,
+    next_key: ConnKey,
+    conn_owner: BTreeMap<ConnKey, (usize, ConnId)>,
+    /// The last delivery time scheduled per connection and direction, to keep TCP order.
+    last_at: BTreeMap<(ConnKey, bool), Instant>,
+    rng: SimRng,
+    trace: Vec<String>,
+    produced: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    acked: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    deliveries: u64,
+    to_produce: usize,
+    slow_until: Instant,
+}
+
+impl World {
+    /// A world per `config`, with its topic created and its consumers started.
+    pub fn new(config: WorldConfig) -> Self {
+        let epoch = Instant::now();
+        let mut sim = SimConfig::new(epoch);
+        sim.seed = config.seed;
+        let mut cluster = SimCluster::new(sim);
+        cluster.create_topic(&config.topic, config.queues_per_broker);
+        let mut world = Self {
+            now: epoch,
+            epoch,
+            cluster,
+            nodes: Vec::new(),
+            queue: BTreeMap::new(),
+            seq: 0,
+            next_key: 0,
+            conn_owner: BTreeMap::new(),
+            last_at: BTreeMap::new(),
+            rng: SimRng::new(config.seed ^ 0x5EED),
+            trace: Vec::new(),
+            produced: BTreeMap::new(),
+            acked: BTreeMap::new(),
+            deliveries: 0,
+            to_produce: config.messages,
+            slow_until: epoch,
+            config,
+        };
+        for _ in 0..world.config.consumers {
+            world.add_consumer();
+        }
+        let active = world.config.active;
+        for i in 0..world.config.messages {
+            let at =
+                world.epoch + active.mul_f64(i as f64 / world.config.messages.max(1) as f64 / 2.0);
+            world.schedule(at, Ev::Produce);
+        }
+        if world.config.faults {
+            for _ in 0..6 {
+                let at =
+                    world.epoch + Duration::from_millis(world.rng.below(active.as_millis() as u64));
+                world.schedule(at, Ev::Fault);
+            }
+            let at = world.epoch + active / 3;
+            world.schedule(at, Ev::Join);
+        }
+        world
+    }
+
+    /// Starts one more consumer.
+    pub fn add_consumer(&mut self) -> usize {
+        let index = self.nodes.len();
+        let mut config = ConsumerConfig::new(
+            self.config.group.clone(),
+            vec![self.cluster.namesrv_addr().to_owned()],
+        );
+        config.consume_from = ConsumeFrom::FirstOffset;
+        config.seed = self.config.seed.wrapping_add(index as u64);
+        let config = (self.config.consumer_config)(config);
+        let unix_ms = self.cluster.wall_millis(self.now);
+        let mut consumer = Consumer::new(
+            config,
+            format!("10.0.0.{index}@sim#{index}"),
+            self.now,
+            unix_ms,
+        )
+        .expect("the simulation's consumer configuration is valid");
+        consumer
+            .subscribe(self.now, &self.config.topic, "*")
+            .expect("the simulation's topic is valid");
+        self.nodes.push(Node {
+            consumer,
+            keys: BTreeMap::new(),
+            outstanding: BTreeMap::new(),
+            report: None,
+            shutting_down: false,
+        });
+        self.note(format!("node {index} starts"));
+        index
+    }
+
+    /// Runs until `deadline`, checking invariants after every step.
+    pub fn run_until(&mut self, deadline: Instant) {
+        loop {
+            self.drain();
+            self.check_invariants();
+            let next = [
+                self.queue.keys().next().map(|(at, _)| *at),
+                self.cluster.poll_timeout(),
+            ]
+            .into_iter()
+            .chain(self.nodes.iter().map(|n| n.consumer.poll_timeout()))
+            .flatten()
+            .min();
+            let Some(next) = next else { break };
+            if next > deadline {
+                break;
+            }
+            self.now = self.now.max(next);
+            self.step();
+        }
+        self.now = self.now.max(deadline);
+    }
+
+    /// Runs the configured scenario: the active phase, then a quiet phase long enough for
+    /// every message to be consumed; then checks that nothing was lost and ownership settled.
+    pub fn run(&mut self) {
+        let active_end = self.epoch + self.config.active;
+        self.run_until(active_end);
+        // Quiet: long enough for a rebalance round, reconnects, redeliveries and long polls.
+        self.run_until(active_end + Duration::from_secs(90));
+        self.check_final();
+    }
+
+    /// Shuts every live consumer down and runs until they closed.
+    pub fn shutdown_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.shutdown_node(i);
+        }
+        let end = self.now + Duration::from_secs(30);
+        self.run_until(end);
+        for (i, node) in self.nodes.iter().enumerate() {
+            self.fail_if(
+                !node.consumer.is_closed(),
+                &format!("node {i} did not close"),
+            );
+        }
+    }
+
+    fn shutdown_node(&mut self, i: usize) {
+        if let Some(node) = self.nodes.get_mut(i) {
+            if !node.shutting_down {
+                node.shutting_down = true;
+                node.consumer.shutdown(self.now);
+                self.note(format!("node {i} shuts down"));
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        let now = self.now;
+        // Outputs are drained after every single input, as a driver does, so a check made
+        // when an output is carried out sees the state that produced it.
+        self.cluster.handle_timeout(now);
+        self.drain();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i]
+                .consumer
+                .poll_timeout()
+                .is_some_and(|t| t <= now)
+            {
+                self.nodes[i].consumer.handle_timeout(now);
+                self.drain();
+            }
+        }
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let ev = entry.remove();
+            self.apply(ev);
+            self.drain();
+        }
+    }
+
+    fn apply(&mut self, ev: Ev) {
+        let now = self.now;
+        match ev {
+            Ev::ToCluster(key, bytes) => {
+                if self.cluster.is_connected(key) {
+                    let command = decode(&bytes);
+                    self.cluster.handle_command(now, key, command);
+                }
+            }
+            Ev::ToNode(i, conn, bytes) => {
+                let live = self
+                    .nodes
+                    .get(i)
+                    .is_some_and(|n| n.keys.contains_key(&conn));
+                if live {
+                    let command = decode(&bytes);
+                    self.nodes[i].consumer.handle_command(now, conn, command);
+                }
+            }
+            Ev::Connected(i, conn) => self.nodes[i].consumer.handle_connected(now, conn),
+            Ev::Refused(i, conn) | Ev::Lost(i, conn) => {
+                if let Some(key) = self.nodes[i].keys.remove(&conn) {
+                    self.conn_owner.remove(&key);
+                }
+                self.nodes[i].consumer.handle_disconnected(now, conn);
+            }
+            Ev::Complete(i, id, outcome) => {
+                if let Some(offsets) = self.nodes[i].outstanding.remove(&id) {
+                    if outcome == ConsumeOutcome::Success && !self.nodes[i].consumer.is_closed() {
+                        for (mq, offset) in offsets {
+                            self.acked.entry(mq).or_default().insert(offset);
+                        }
+                    }
+                }
+                self.nodes[i].consumer.complete(now, id, outcome);
+            }
+            Ev::Produce => self.produce_one(),
+            Ev::Fault => self.inject_fault(),
+            Ev::Join => {
+                self.add_consumer();
+            }
+        }
+    }
+
+    fn produce_one(&mut self) {
+        if self.to_produce == 0 {
+            return;
+        }
+        self.to_produce -= 1;
+        let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
+        let broker = brokers[self.rng.index(brokers.len())].clone();
+        let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
+        let body = Bytes::from(format!(
+            "message {}",
+            self.config.messages - self.to_produce
+        ));
+        let offset = self.cluster.produce(
+            self.now,
+            &self.config.topic,
+            &broker,
+            queue_id,
+            body,
+            Some("TagA"),
+            None,
+        );
+        let mq = MessageQueue::new(&self.config.topic, &broker, queue_id);
+        self.note(format!("produce {mq:?}@{offset}"));
+        self.produced.entry(mq).or_default().insert(offset);
+    }
+
+    fn inject_fault(&mut self) {
+        let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
+        let broker = brokers[self.rng.index(brokers.len())].clone();
+        match self.rng.below(7) {
+            0 => {
+                // Drop a random connection, as a network failure would.
+                let keys: Vec<ConnKey> = self.conn_owner.keys().copied().collect();
+                if keys.is_empty() {
+                    return;
+                }
+                let key = keys[self.rng.index(keys.len())];
+                self.note(format!("fault: drop connection {key}"));
+                self.cluster.disconnect(self.now, key);
+                if let Some((i, conn)) = self.conn_owner.remove(&key) {
+                    self.nodes[i].keys.remove(&conn);
+                    let at = self.now + self.latency();
+                    self.schedule(at, Ev::Lost(i, conn));
+                }
+            }
+            1 => {
+                self.note(format!("fault: restart {broker}"));
+                self.cluster.restart_broker(self.now, &broker);
+            }
+            2 => {
+                self.note(format!("fault: SYSTEM_BUSY x3 on {broker}"));
+                self.cluster.inject(Fault::SystemBusy { broker, count: 3 });
+            }
+            3 => {
+                let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
+                self.note(format!("fault: OFFSET_MOVED to 0 on {broker}#{queue_id}"));
+                self.cluster.inject(Fault::OffsetMoved {
+                    broker,
+                    topic: self.config.topic.clone(),
+                    queue_id,
+                    next_begin_offset: 0,
+                });
+            }
+            5 => {
+                // Loss: the next responses vanish, so requests must time out and retry.
+                self.note("fault: drop the next 2 responses".into());
+                self.cluster.inject(Fault::DropResponses { count: 2 });
+            }
+            6 => {
+                // A slow handler: the next deliveries take longer than a revoke waits.
+                self.note("fault: handlers stall for 8 s".into());
+                self.slow_until = self.now + Duration::from_secs(3);
+            }
+            _ => {
+                // A member leaves (never the last one).
+                let live: Vec<usize> = (0..self.nodes.len())
+                    .filter(|i| !self.nodes[*i].shutting_down)
+                    .collect();
+                if live.len() > 1 {
+                    let i = live[self.rng.index(live.len())];
+                    self.shutdown_node(i);
+                }
+            }
+        }
+    }
+
+    /// Carries out every output of every node and the cluster until none is left.
+    fn drain(&mut self) {
+        loop {
+            let mut progress = false;
+            for i in 0..self.nodes.len() {
+                while let Some(output) = self.nodes[i].consumer.poll_output() {
+                    progress = true;
+                    self.on_output(i, output);
+                }
+            }
+            while let Some((key, command)) = self.cluster.poll_output() {
+                progress = true;
+                if let Some(&(i, conn)) = self.conn_owner.get(&key) {
+                    let bytes = encode(&command, self.rng.chance(1, 2));
+                    let at = self.ordered_at(key, false);
+                    self.schedule(at, Ev::ToNode(i, conn, bytes));
+                }
+            }
+            while let Some(key) = self.cluster.poll_closed() {
+                progress = true;
+                if let Some((i, conn)) = self.conn_owner.remove(&key) {
+                    self.nodes[i].keys.remove(&conn);
+                    let at = self.now + self.latency();
+                    self.schedule(at, Ev::Lost(i, conn));
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    fn on_output(&mut self, i: usize, output: Output) {
+        match output {
+            Output::Connect { conn, addr } => {
+                self.next_key += 1;
+                let key = self.next_key;
+                let at = self.now + self.latency();
+                if self.cluster.connect(key, &addr) {
+                    self.conn_owner.insert(key, (i, conn));
+                    self.nodes[i].keys.insert(conn, key);
+                    self.schedule(at, Ev::Connected(i, conn));
+                } else {
+                    self.schedule(at, Ev::Refused(i, conn));
+                }
+            }
+            Output::Send { conn, command } => {
+                if let Some(&key) = self.nodes[i].keys.get(&conn) {
+                    let bytes = encode(&command, false);
+                    let at = self.ordered_at(key, true);
+                    self.schedule(at, Ev::ToCluster(key, bytes));
+                }
+            }
+            Output::Close { conn } => {
+                if let Some(key) = self.nodes[i].keys.remove(&conn) {
+                    self.conn_owner.remove(&key);
+                    self.cluster.disconnect(self.now, key);
+                }
+            }
+            Output::Deliver(delivery) => {
+                self.deliveries += 1;
+                let owned = self.nodes[i]
+                    .consumer
+                    .assignment()
+                    .any(|q| *q == delivery.queue);
+                self.fail_if(
+                    !owned,
+                    &format!(
+                        "node {i} delivered {:?} which it does not own",
+                        delivery.queue
+                    ),
+                );
+                let offsets = delivery
+                    .messages
+                    .iter()
+                    .map(|m| (delivery.queue.clone(), m.queue_offset()))
+                    .collect();
+                self.nodes[i].outstanding.insert(delivery.id, offsets);
+                let (lo, hi) = self.config.handler_time;
+                let took =
+                    lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1));
+                let outcome = if self.rng.chance(self.config.reconsume_percent, 100) {
+                    ConsumeOutcome::ReconsumeLater
+                } else {
+                    ConsumeOutcome::Success
+                };
+                let at = self.now + took;
+                self.schedule(at, Ev::Complete(i, delivery.id, outcome));
+            }
+            Output::Event(event) => {
+                if let Event::Closed(report) = &event {
+                    self.nodes[i].report = Some(report.clone());
+                }
+                self.note(format!("node {i}: {event:?}"));
+            }
+            other => self.note(format!("node {i}: unexpected output {other:?}")),
+        }
+    }
+
+    fn check_invariants(&mut self) {
+        let batch = 32;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.consumer.is_closed() {
+                continue;
+            }
+            let stats = node.consumer.stats();
+            let total: usize = stats.queues.iter().map(|q| q.cached_messages).sum();
+            for q in &stats.queues {
+                if q.cached_messages > 1000 + batch {
+                    self.fail(&format!(
+                        "node {i} caches {} messages of {:?}",
+                        q.cached_messages, q.queue
+                    ));
+                }
+            }
+            if total > 10_000 + batch * stats.queues.len().max(1) {
+                self.fail(&format!("node {i} caches {total} messages in all"));
+            }
+        }
+        // A committed offset never passes a message nobody acknowledged.
+        for (mq, offsets) in &self.produced {
+            let Some(committed) = self.cluster.committed_offset(&self.config.group, mq) else {
+                continue;
+            };
+            let acked = self.acked.get(mq);
+            if let Some(missing) = offsets
+                .range(..committed)
+                .find(|o| !acked.is_some_and(|a| a.contains(o)))
+            {
+                self.fail(&format!(
+                    "{mq:?} committed {committed} but offset {missing} was never acknowledged"
+                ));
+            }
+        }
+    }
+
+    fn check_final(&mut self) {
+        for (mq, offsets) in &self.produced {
+            let acked = self.acked.get(mq);
+            if let Some(missing) = offsets
+                .iter()
+                .find(|o| !acked.is_some_and(|a| a.contains(o)))
+            {
+                self.fail(&format!(
+                    "{mq:?} offset {missing} was produced but never consumed"
+                ));
+            }
+        }
+        // Once membership is stable each queue has exactly one owner.
+        let mut owners: BTreeMap<MessageQueue, Vec<usize>> = BTreeMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.shutting_down {
+                continue;
+            }
+            for mq in node.consumer.assignment() {
+                owners.entry(mq.clone()).or_default().push(i);
+            }
+        }
+        for broker in self
+            .cluster
+            .broker_names()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+        {
+            for queue_id in 0..self.config.queues_per_broker {
+                let mq = MessageQueue::new(&self.config.topic, &broker, queue_id);
+                let n = owners.get(&mq).map_or(0, Vec::len);
+                if n != 1 {
+                    self.fail(&format!(
+                        "{mq:?} has {n} owners after the group settled: {:?}",
+                        owners.get(&mq)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Deliveries handed out so far.
+    pub fn deliveries(&self) -> u64 {
+        self.deliveries
+    }
+
+    /// Messages produced so far.
+    pub fn produced(&self) -> usize {
+        self.produced.values().map(BTreeSet::len).sum()
+    }
+
+    fn latency(&mut self) -> Duration {
+        let (lo, hi) = self.config.latency;
+        lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1))
+    }
+
+    /// A delivery time after every earlier one on the same connection and direction.
+    fn ordered_at(&mut self, key: ConnKey, to_cluster: bool) -> Instant {
+        let at = self.now + self.latency();
+        let last = self.last_at.entry((key, to_cluster)).or_insert(at);
+        let at = at.max(*last);
+        *last = at;
+        at
+    }
+
+    fn schedule(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), ev);
+    }
+
+    fn note(&mut self, line: String) {
+        let t = self.now.saturating_duration_since(self.epoch);
+        self.trace.push(format!("{:>9.3}s {line}", t.as_secs_f64()));
+    }
+
+    fn fail_if(&self, condition: bool, what: &str) {
+        if condition {
+            self.fail(what);
+        }
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        let mut tail = String::new();
+        for line in self.trace.iter().rev().take(60).rev() {
+            let _ = writeln!(tail, "  {line}");
+        }
+        panic!(
+            "simulation failed: {what}\nreplay with SIM_SEED={}\nlast trace lines:\n{tail}",
+            self.config.seed
+        );
+    }
+}
+
+fn encode(command: &Command, binary: bool) -> Bytes {
+    let mut buf = BytesMut::new();
+    let encoding = if binary {
+        HeaderEncoding::Binary
+    } else {
+        HeaderEncoding::Json
+    };
+    frame::encode(command, encoding, &mut buf).expect("simulated commands fit a frame");
+    buf.freeze()
+}
+
+fn decode(bytes: &Bytes) -> Command {
+    let mut buf = BytesMut::from(&bytes[..]);
+    FrameDecoder::default()
+        .decode(&mut buf)
+        .expect("the codec decodes what it encoded")
+        .expect("one whole frame")
+}
