@@ -60,3 +60,339 @@ pub fn synthetic_pull_body(count: usize, body_len: usize) -> bytes::Bytes {
     }
     out.freeze()
 }
+
+/// The topic the core benchmark consumes.
+pub const CORE_TOPIC: &str = "BenchTopic";
+/// The client id of the core benchmark's consumer (the only member of its group).
+pub const CORE_CLIENT_ID: &str = "127.0.0.1@bench#1";
+/// The one broker group hosting [`CORE_TOPIC`].
+pub const CORE_BROKER: &str = "broker-a";
+/// [`CORE_BROKER`]'s master.
+pub const CORE_BROKER_ADDR: &str = "127.0.0.1:10911";
+/// The name server the core benchmark's consumer is configured with.
+pub const CORE_NAMESRV: &str = "127.0.0.1:9876";
+/// Read and write queues of [`CORE_TOPIC`].
+pub const CORE_QUEUES: i32 = 16;
+/// Messages per pull response (the consumer's default `pull_batch_size`).
+pub const CORE_PULL_BATCH: usize = 32;
+
+/// A pull response body for queue `queue_id` of [`CORE_TOPIC`]: `count` messages of
+/// `body_len` bytes at offsets `first_offset..first_offset + count`, with the properties of
+/// [`synthetic_pull_body`].
+pub fn queue_pull_body(
+    queue_id: i32,
+    first_offset: i64,
+    count: usize,
+    body_len: usize,
+) -> bytes::Bytes {
+    use rocketmq_proto::message::{StoredMessage, encode_properties, encode_stored};
+    let mut out = bytes::BytesMut::new();
+    for i in 0..count {
+        let offset = first_offset + i as i64;
+        let properties = encode_properties([
+            ("TAGS", "TagA".to_owned()),
+            ("KEYS", format!("k{offset}")),
+            (
+                "UNIQ_KEY",
+                format!("7F00000100002A9F{queue_id:08X}{offset:08X}"),
+            ),
+            ("WAIT", "true".to_owned()),
+        ]);
+        let message = StoredMessage {
+            queue_id,
+            queue_offset: offset,
+            commit_log_offset: offset * 1200,
+            born_timestamp: 1_795_900_000_000,
+            born_host: "127.0.0.1:49536".parse().expect("literal address"),
+            store_timestamp: 1_795_900_000_010,
+            store_host: CORE_BROKER_ADDR.parse().expect("literal address"),
+            body: vec![b'x'; body_len].into(),
+            topic: CORE_TOPIC.to_owned(),
+            properties,
+            ..StoredMessage::default()
+        };
+        encode_stored(&message, &mut out).expect("bench records fit the format");
+    }
+    out.freeze()
+}
+
+/// Successful pull responses for `rounds` rounds over the [`CORE_QUEUES`] queues:
+/// `responses[round][queue]` carries [`CORE_PULL_BATCH`] messages of `body_len` bytes at
+/// offsets `round * 32..(round + 1) * 32` and a `PullMessageResponse` header whose
+/// `nextBeginOffset` is the next round's first offset. The opaque is 0: the driver sets it to
+/// the outstanding pull's before feeding a (cloned) response.
+pub fn core_pull_rounds(rounds: usize, body_len: usize) -> Vec<Vec<Command>> {
+    use rocketmq_proto::CommandHeader;
+    use rocketmq_proto::headers::PullMessageResponse;
+    (0..rounds)
+        .map(|round| {
+            (0..CORE_QUEUES)
+                .map(|queue_id| {
+                    let first = (round * CORE_PULL_BATCH) as i64;
+                    let next = first + CORE_PULL_BATCH as i64;
+                    let mut response = Command::response(ResponseCode::SUCCESS, 0)
+                        .with_remark("FOUND")
+                        .with_body(queue_pull_body(queue_id, first, CORE_PULL_BATCH, body_len));
+                    PullMessageResponse {
+                        suggest_which_broker_id: 0,
+                        next_begin_offset: next,
+                        min_offset: 0,
+                        max_offset: (rounds * CORE_PULL_BATCH) as i64,
+                        offset_delta: None,
+                        topic_sys_flag: None,
+                        group_sys_flag: None,
+                        forbidden_type: None,
+                    }
+                    .encode_into(&mut response.ext_fields);
+                    response
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A [`Consumer`](rocketmq_consumer_core::Consumer) in the steady state "pulling all
+/// [`CORE_QUEUES`] queues of [`CORE_TOPIC`]", reached without a network (see
+/// [`SteadyConsumer::new`]), with a fake clock the driver advances itself.
+#[derive(Debug)]
+pub struct SteadyConsumer {
+    /// The consumer.
+    pub consumer: rocketmq_consumer_core::Consumer,
+    /// The fake clock: started from one `Instant::now()`, advanced by hand.
+    pub now: std::time::Instant,
+    /// The connection to [`CORE_BROKER_ADDR`].
+    pub broker_conn: rocketmq_consumer_core::ConnId,
+    /// The opaque of each queue's outstanding `PULL_MESSAGE`, by queue id.
+    pub pull_opaques: Vec<i32>,
+    completions: Vec<rocketmq_consumer_core::DeliveryId>,
+}
+
+impl SteadyConsumer {
+    /// Creates a consumer with `config` (its group and name servers are used as given),
+    /// subscribes it to [`CORE_TOPIC`] with `*`, and answers its outputs by hand until every
+    /// queue has a pull outstanding: the route of [`CORE_TOPIC`] (one broker, 16 read/write
+    /// queues, perm 6; the retry topic has none: `TOPIC_NOT_EXIST`), heartbeats (`SUCCESS`),
+    /// the group's members (only [`CORE_CLIENT_ID`]) and committed offsets (0); connections
+    /// open at once.
+    ///
+    /// # Panics
+    ///
+    /// When the consumer asks for something else, or does not end up pulling every queue.
+    pub fn new(config: rocketmq_consumer_core::ConsumerConfig) -> Self {
+        use rocketmq_consumer_core::{Consumer, Output};
+        use rocketmq_proto::body::{
+            BrokerData, ConsumerListBody, MASTER_ID, PERM_READ, PERM_WRITE, QueueData,
+            TopicRouteData,
+        };
+        use rocketmq_proto::headers::{GetRouteInfoRequest, QueryConsumerOffsetResponse};
+        use rocketmq_proto::{CommandHeader, RequestCode};
+
+        let now = std::time::Instant::now();
+        let mut consumer =
+            Consumer::new(config, CORE_CLIENT_ID, now, 1_795_900_000_000).expect("valid config");
+        consumer
+            .subscribe(now, CORE_TOPIC, "*")
+            .expect("valid subscription");
+        consumer.handle_timeout(now);
+
+        let route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: CORE_BROKER.to_owned(),
+                read_queue_nums: CORE_QUEUES,
+                write_queue_nums: CORE_QUEUES,
+                perm: PERM_READ | PERM_WRITE,
+                topic_sys_flag: 0,
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "DefaultCluster".to_owned(),
+                broker_name: CORE_BROKER.to_owned(),
+                broker_addrs: [(MASTER_ID, CORE_BROKER_ADDR.to_owned())].into(),
+                zone_name: None,
+                enable_acting_master: false,
+            }],
+            ..TopicRouteData::default()
+        }
+        .encode();
+        let members = ConsumerListBody {
+            consumer_id_list: vec![CORE_CLIENT_ID.to_owned()],
+        }
+        .encode();
+
+        let mut broker_conn = None;
+        let mut pull_opaques = vec![None; CORE_QUEUES as usize];
+        while let Some(output) = consumer.poll_output() {
+            match output {
+                Output::Connect { conn, addr } => {
+                    if addr == CORE_BROKER_ADDR {
+                        broker_conn = Some(conn);
+                    }
+                    consumer.handle_connected(now, conn);
+                }
+                Output::Send { conn, command } => {
+                    let success = Command::response(ResponseCode::SUCCESS, command.opaque);
+                    let answer = match command.request_code() {
+                        RequestCode::GET_ROUTEINFO_BY_TOPIC => {
+                            let header: GetRouteInfoRequest =
+                                command.header().expect("a route request header");
+                            if header.topic == CORE_TOPIC {
+                                Some(success.with_body(route.clone()))
+                            } else {
+                                Some(Command::response(
+                                    ResponseCode::TOPIC_NOT_EXIST,
+                                    command.opaque,
+                                ))
+                            }
+                        }
+                        RequestCode::HEART_BEAT => Some(success),
+                        RequestCode::GET_CONSUMER_LIST_BY_GROUP => {
+                            Some(success.with_body(members.clone()))
+                        }
+                        RequestCode::QUERY_CONSUMER_OFFSET => {
+                            let mut answer = success;
+                            QueryConsumerOffsetResponse { offset: 0 }
+                                .encode_into(&mut answer.ext_fields);
+                            Some(answer)
+                        }
+                        RequestCode::PULL_MESSAGE => {
+                            let queue = pull_queue(&command);
+                            assert!(pull_opaques[queue].is_none(), "one pull per queue");
+                            pull_opaques[queue] = Some(command.opaque);
+                            None
+                        }
+                        RequestCode::UPDATE_CONSUMER_OFFSET if command.is_oneway() => None,
+                        other => panic!("unexpected request {other:?} during setup"),
+                    };
+                    if let Some(answer) = answer {
+                        consumer.handle_command(now, conn, answer);
+                    }
+                }
+                Output::Event(_) => {}
+                other => panic!("unexpected output during setup: {other:?}"),
+            }
+        }
+        let pull_opaques = pull_opaques
+            .into_iter()
+            .enumerate()
+            .map(|(queue, opaque)| {
+                opaque.unwrap_or_else(|| panic!("queue {queue} has no pull outstanding"))
+            })
+            .collect();
+        assert!(
+            consumer.poll_timeout().is_some_and(|at| at > now),
+            "no timer is due"
+        );
+        Self {
+            consumer,
+            now,
+            broker_conn: broker_conn.expect("a connection to the broker"),
+            pull_opaques,
+            completions: Vec::new(),
+        }
+    }
+
+    /// Answers each queue's outstanding pull with its response in `responses` (cloned, with
+    /// the pull's opaque), in queue order; after each, drains the outputs, completes every
+    /// delivery with `Success` and notes the queue's next pull. Advances the clock by 1 µs
+    /// per input. Returns the number of messages delivered.
+    ///
+    /// # Panics
+    ///
+    /// On an output other than a pull, a oneway commit, a delivery or an event.
+    pub fn round(&mut self, responses: &[Command]) -> usize {
+        let mut delivered = 0;
+        for (queue, response) in responses.iter().enumerate() {
+            let mut response = response.clone();
+            response.opaque = self.pull_opaques[queue];
+            self.tick();
+            self.consumer
+                .handle_command(self.now, self.broker_conn, response);
+            delivered += self.drain_and_complete();
+        }
+        delivered
+    }
+
+    /// Drains the outputs and completes deliveries until there are none left; returns the
+    /// number of messages delivered.
+    fn drain_and_complete(&mut self) -> usize {
+        use rocketmq_consumer_core::{ConsumeOutcome, Output};
+        use rocketmq_proto::RequestCode;
+
+        let mut delivered = 0;
+        let mut completions = std::mem::take(&mut self.completions);
+        loop {
+            while let Some(output) = self.consumer.poll_output() {
+                match output {
+                    Output::Deliver(delivery) => {
+                        delivered += delivery.messages.len();
+                        completions.push(delivery.id);
+                    }
+                    Output::Send { command, .. }
+                        if command.request_code() == RequestCode::PULL_MESSAGE =>
+                    {
+                        self.pull_opaques[pull_queue(&command)] = command.opaque;
+                    }
+                    Output::Send { command, .. } if command.is_oneway() => {}
+                    Output::Event(_) => {}
+                    other => panic!("unexpected output in the steady state: {other:?}"),
+                }
+            }
+            if completions.is_empty() {
+                break;
+            }
+            for id in completions.drain(..) {
+                self.tick();
+                self.consumer
+                    .complete(self.now, id, ConsumeOutcome::Success);
+            }
+        }
+        self.completions = completions;
+        delivered
+    }
+
+    fn tick(&mut self) {
+        self.now += std::time::Duration::from_micros(1);
+    }
+}
+
+/// The queue id of a `PULL_MESSAGE` request.
+fn pull_queue(command: &Command) -> usize {
+    command
+        .ext_fields
+        .get("queueId")
+        .and_then(|id| id.parse().ok())
+        .filter(|&id: &usize| id < CORE_QUEUES as usize)
+        .expect("a pull of one of the topic's queues")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steady_consumer_commits_what_it_consumed() {
+        for batch in [1, 32] {
+            let mut config = rocketmq_consumer_core::ConsumerConfig::new(
+                "bench-group",
+                vec![CORE_NAMESRV.to_owned()],
+            );
+            config.consume_batch_size = batch;
+            config.max_in_flight_deliveries = 1024;
+            let rounds = core_pull_rounds(3, 16);
+            let mut steady = SteadyConsumer::new(config);
+            for round in &rounds {
+                assert_eq!(steady.round(round), CORE_QUEUES as usize * CORE_PULL_BATCH);
+            }
+            let stats = steady.consumer.stats();
+            assert_eq!(stats.queues.len(), CORE_QUEUES as usize);
+            assert_eq!(stats.in_flight_deliveries, 0);
+            for queue in &stats.queues {
+                assert_eq!(queue.committable_offset, 3 * CORE_PULL_BATCH as i64);
+                assert_eq!(queue.cached_messages, 0);
+            }
+            assert_eq!(
+                stats.delivered,
+                (3 * CORE_QUEUES as usize * CORE_PULL_BATCH / batch) as u64
+            );
+        }
+    }
+}

@@ -49,8 +49,14 @@ pub struct Consumer {
     pending: BTreeMap<i32, Pending>,
     next_opaque: i32,
     timers: TimerQueue,
-    queues: BTreeMap<MessageQueue, QueueState>,
-    queue_keys: BTreeMap<u64, MessageQueue>,
+    /// Owned queues by key; keys are never reused, so a key names one assignment.
+    queues: BTreeMap<u64, QueueState>,
+    queue_index: BTreeMap<MessageQueue, u64>,
+    /// Keys of queues that may have messages ready to deliver.
+    ready: BTreeSet<u64>,
+    /// Messages and body bytes cached across all queues.
+    cached_messages: usize,
+    cached_bytes: u64,
     next_key: u64,
     next_epoch: u64,
     next_seq: u64,
@@ -112,6 +118,7 @@ impl PendingKind {
 
 #[derive(Debug)]
 struct QueueState {
+    mq: MessageQueue,
     key: u64,
     epoch: u64,
     phase: Phase,
@@ -184,7 +191,10 @@ impl Consumer {
             next_opaque: 1,
             timers: TimerQueue::default(),
             queues: BTreeMap::new(),
-            queue_keys: BTreeMap::new(),
+            queue_index: BTreeMap::new(),
+            ready: BTreeSet::new(),
+            cached_messages: 0,
+            cached_bytes: 0,
             next_key: 0,
             next_epoch: 0,
             next_seq: 0,
@@ -279,6 +289,10 @@ impl Consumer {
         if command.is_response() {
             match self.pending.remove(&command.opaque) {
                 Some(pending) if pending.conn == conn => {
+                    // Answered: its deadline timer would only be dead weight in the queue.
+                    let deadline = pending.sent + self.timeout_of(&pending.kind);
+                    self.timers
+                        .remove(deadline, Timer::Request(conn.0, command.opaque));
                     self.handle_response(now, pending, command)
                 }
                 Some(pending) => {
@@ -313,29 +327,26 @@ impl Consumer {
         if self.lifecycle == Lifecycle::Draining {
             self.report.drained += 1;
         }
-        let current = self
-            .queue_keys
-            .get(&flight.key)
-            .and_then(|mq| self.queues.get_mut(mq));
-        match current {
-            Some(state) if state.epoch == flight.epoch => match outcome {
-                ConsumeOutcome::Success => state.pq.ack(&flight.offsets),
-                ConsumeOutcome::ReconsumeLater => {
-                    let at = now + self.config.reconsume_delay;
-                    state.pq.retry_at(&flight.offsets, at);
-                    self.timers.set(at, Timer::Redeliver);
+        let mut revoking = false;
+        match self.queues.get_mut(&flight.key) {
+            Some(state) if state.epoch == flight.epoch => {
+                let before = (state.pq.len(), state.pq.bytes());
+                match outcome {
+                    ConsumeOutcome::Success => state.pq.ack(&flight.offsets),
+                    ConsumeOutcome::ReconsumeLater => {
+                        let at = now + self.config.reconsume_delay;
+                        state.pq.retry_at(&flight.offsets, at);
+                        self.timers.set(at, Timer::Redeliver);
+                    }
                 }
-            },
+                self.cached_messages -= before.0 - state.pq.len();
+                self.cached_bytes -= before.1 - state.pq.bytes();
+                revoking = state.phase == Phase::Revoking;
+            }
             _ => self.counters.stale_completions += 1,
         }
-        if let Some(mq) = self.queue_keys.get(&flight.key).cloned() {
-            if self
-                .queues
-                .get(&mq)
-                .is_some_and(|s| s.phase == Phase::Revoking)
-            {
-                self.maybe_finish_revoke(now, &mq);
-            }
+        if revoking {
+            self.maybe_finish_revoke(now, flight.key);
         }
         if self.lifecycle == Lifecycle::Draining && self.in_flight.is_empty() {
             self.finish_drain(now);
@@ -389,9 +400,13 @@ impl Consumer {
 
     /// The queues this consumer owns now.
     pub fn assignment(&self) -> impl Iterator<Item = &MessageQueue> + '_ {
-        self.queues
+        self.queue_index
             .iter()
-            .filter(|(_, s)| s.phase != Phase::Revoking)
+            .filter(|(_, key)| {
+                self.queues
+                    .get(key)
+                    .is_some_and(|s| s.phase != Phase::Revoking)
+            })
             .map(|(mq, _)| mq)
     }
 
@@ -409,9 +424,9 @@ impl Consumer {
     pub fn stats(&self) -> ConsumerStats {
         let queues = self
             .queues
-            .iter()
-            .map(|(mq, s)| QueueStats {
-                queue: mq.clone(),
+            .values()
+            .map(|s| QueueStats {
+                queue: s.mq.clone(),
                 cached_messages: s.pq.len(),
                 cached_bytes: s.pq.bytes(),
                 in_flight: s.pq.in_flight(),
@@ -470,10 +485,8 @@ impl Consumer {
             }
             Timer::Pull(key, epoch) => self.on_pull_timer(now, key, epoch),
             Timer::RevokeDeadline(key, epoch) => {
-                if let Some(mq) = self.queue_keys.get(&key).cloned() {
-                    if self.queues.get(&mq).is_some_and(|s| s.epoch == epoch) {
-                        self.finish_revoke(now, &mq);
-                    }
+                if self.queues.get(&key).is_some_and(|s| s.epoch == epoch) {
+                    self.finish_revoke(now, key);
                 }
             }
             Timer::Request(_, opaque) => {
@@ -481,17 +494,18 @@ impl Consumer {
                     let timeout = self.timeout_of(&p.kind);
                     now >= p.sent + timeout
                 });
-                if expired {
-                    if let Some(pending) = self.pending.remove(&opaque) {
-                        self.request_failed(now, pending, FailureReason::Timeout);
-                    }
+                if expired && let Some(pending) = self.pending.remove(&opaque) {
+                    self.request_failed(now, pending, FailureReason::Timeout);
                 }
             }
             Timer::Reconnect => {}
             Timer::Redeliver => {
-                for state in self.queues.values_mut() {
+                for (key, state) in &mut self.queues {
                     if let Some(at) = state.pq.release_due(now) {
                         self.timers.set(at, Timer::Redeliver);
+                    }
+                    if state.pq.has_ready() {
+                        self.ready.insert(*key);
                     }
                 }
             }
@@ -579,7 +593,11 @@ impl Consumer {
         match pending.kind {
             PendingKind::Route(_) => {
                 // Try the next name server at the next refresh, soon.
-                self.namesrv_index = (self.namesrv_index + 1) % self.config.name_servers.len();
+                // Move on once per failing name server, not once per failed request: a refresh
+                // sends one request per topic, and they all fail together.
+                if self.config.name_servers.get(self.namesrv_index) == Some(&pending.addr) {
+                    self.namesrv_index = (self.namesrv_index + 1) % self.config.name_servers.len();
+                }
                 self.timers
                     .reset(now + self.config.rebalance_retry, Timer::RouteRefresh);
             }
@@ -872,9 +890,9 @@ impl Consumer {
     fn apply_assignment(&mut self, now: Instant, topic: &str, target: BTreeSet<MessageQueue>) {
         let current: BTreeSet<MessageQueue> = self
             .queues
-            .iter()
-            .filter(|(mq, s)| mq.topic() == topic && s.phase != Phase::Revoking)
-            .map(|(mq, _)| mq.clone())
+            .values()
+            .filter(|s| s.mq.topic() == topic && s.phase != Phase::Revoking)
+            .map(|s| s.mq.clone())
             .collect();
         let change = rebalance::diff(&current, &target);
         for mq in &change.removed {
@@ -890,10 +908,14 @@ impl Consumer {
     }
 
     fn add_queue(&mut self, now: Instant, mq: MessageQueue) {
-        if let Some(old) = self.queues.get(&mq) {
+        if let Some(&old) = self.queue_index.get(&mq) {
             // Revoked but still draining: finish the old life before the new one starts.
-            if old.phase == Phase::Revoking {
-                self.finish_revoke(now, &mq);
+            if self
+                .queues
+                .get(&old)
+                .is_some_and(|s| s.phase == Phase::Revoking)
+            {
+                self.finish_revoke(now, old);
             } else {
                 return;
             }
@@ -901,10 +923,11 @@ impl Consumer {
         self.next_key += 1;
         self.next_epoch += 1;
         let (key, epoch) = (self.next_key, self.next_epoch);
-        self.queue_keys.insert(key, mq.clone());
+        self.queue_index.insert(mq.clone(), key);
         self.queues.insert(
-            mq,
+            key,
             QueueState {
+                mq,
                 key,
                 epoch,
                 phase: Phase::Resolve,
@@ -919,7 +942,11 @@ impl Consumer {
     }
 
     fn revoke(&mut self, now: Instant, mq: &MessageQueue) {
-        let Some(state) = self.queues.get_mut(mq) else {
+        let Some(state) = self
+            .queue_index
+            .get(mq)
+            .and_then(|k| self.queues.get_mut(k))
+        else {
             return;
         };
         state.phase = Phase::Revoking;
@@ -934,43 +961,42 @@ impl Consumer {
                 Timer::RevokeDeadline(key, epoch),
             );
         } else {
-            self.finish_revoke(now, mq);
+            self.finish_revoke(now, key);
         }
     }
 
-    fn maybe_finish_revoke(&mut self, now: Instant, mq: &MessageQueue) {
-        let Some(state) = self.queues.get(mq) else {
+    fn maybe_finish_revoke(&mut self, now: Instant, key: u64) {
+        let Some(state) = self.queues.get(&key) else {
             return;
         };
-        let (key, epoch) = (state.key, state.epoch);
+        let epoch = state.epoch;
         if !self
             .in_flight
             .values()
             .any(|f| f.key == key && f.epoch == epoch)
         {
-            self.finish_revoke(now, mq);
+            self.finish_revoke(now, key);
         }
     }
 
     /// Commits the queue's offset and forgets it; in-flight completions become stale.
-    fn finish_revoke(&mut self, now: Instant, mq: &MessageQueue) {
-        let Some(state) = self.queues.remove(mq) else {
+    fn finish_revoke(&mut self, now: Instant, key: u64) {
+        let Some(state) = self.forget_queue(key) else {
             return;
         };
-        self.queue_keys.remove(&state.key);
         // Only a queue that got its start offset has anything to commit.
         if state.persisted.is_some() {
-            self.commit_oneway(now, mq, state.pq.committable());
+            self.commit_oneway(now, &state.mq, state.pq.committable());
         }
         self.outputs
-            .push_back(Output::Event(Event::Revoked(vec![mq.clone()])));
+            .push_back(Output::Event(Event::Revoked(vec![state.mq])));
     }
 
     // ----- start offsets -----
 
     fn resolve_offset(&mut self, now: Instant, key: u64, epoch: u64) {
         let group = self.config.group.clone();
-        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+        let Some(mq) = self.queues.get(&key).map(|s| s.mq.clone()) else {
             return;
         };
         let Some(addr) = self.master_addr(mq.broker_name()) else {
@@ -997,7 +1023,7 @@ impl Consumer {
 
     /// Java's table for a queue without a committed offset (`remoting-protocol.md` §7.8).
     fn resolve_without_commit(&mut self, now: Instant, key: u64, epoch: u64) {
-        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+        let Some(mq) = self.queues.get(&key).map(|s| s.mq.clone()) else {
             return;
         };
         let is_retry = mq.topic().starts_with(RETRY_TOPIC_PREFIX);
@@ -1063,16 +1089,14 @@ impl Consumer {
             return;
         }
         let limits = self.limits_for(key);
-        let (total_messages, total_bytes) = self.totals();
-        let Some(mq) = self.queue_keys.get(&key).cloned() else {
-            return;
-        };
-        let Some(state) = self.queues.get_mut(&mq) else {
+        let (total_messages, total_bytes) = (self.cached_messages, self.cached_bytes);
+        let Some(state) = self.queues.get(&key) else {
             return;
         };
         if state.epoch != epoch || state.phase != Phase::Idle {
             return;
         }
+        let mq = state.mq.clone();
         let load = Load {
             queue_messages: state.pq.len(),
             queue_bytes: state.pq.bytes(),
@@ -1117,7 +1141,7 @@ impl Consumer {
             max_msg_bytes: None,
             broker_name: None,
         };
-        if let Some(state) = self.queues.get_mut(&mq) {
+        if let Some(state) = self.queues.get_mut(&key) {
             state.phase = Phase::Pulling;
             if commit_flag {
                 state.persisted = Some(state.persisted.map_or(commit, |p| p.max(commit)));
@@ -1142,26 +1166,20 @@ impl Consumer {
     ) {
         self.counters.pulls += 1;
         self.counters.pull_time += now.saturating_duration_since(pending.sent);
-        let retry_topic = self.retry_topic.clone();
-        let Some(mq) = self.queue_keys.get(&key).cloned() else {
+        let Some(state) = self
+            .queues
+            .get_mut(&key)
+            .filter(|s| s.epoch == epoch && s.phase == Phase::Pulling)
+        else {
             self.counters.stale_responses += 1;
             return;
         };
-        let subscription = self.subscriptions.get(mq.topic()).cloned();
-        match self.queues.get(&mq) {
-            Some(state) if state.epoch == epoch && state.phase == Phase::Pulling => {}
-            _ => {
-                self.counters.stale_responses += 1;
-                return;
-            }
-        }
         if self.lifecycle != Lifecycle::Running {
             return;
         }
-        let outcome = pull::interpret(&response, offset, subscription.as_ref(), &retry_topic);
-        let Some(state) = self.queues.get_mut(&mq) else {
-            return;
-        };
+        let subscription = self.subscriptions.get(state.mq.topic());
+        let outcome = pull::interpret(&response, offset, subscription, &self.retry_topic);
+        let mq = state.mq.clone();
         state.phase = Phase::Idle;
         match outcome {
             PullOutcome::Found {
@@ -1172,9 +1190,15 @@ impl Consumer {
                 corrupt,
             } => {
                 let empty = messages.is_empty();
+                let before = (state.pq.len(), state.pq.bytes());
                 state.pq.put(messages);
+                self.cached_messages += state.pq.len() - before.0;
+                self.cached_bytes += state.pq.bytes() - before.1;
                 if empty {
                     state.pq.advance_empty(next_offset);
+                }
+                if state.pq.has_ready() {
+                    self.ready.insert(key);
                 }
                 state.next_offset = next_offset;
                 state.max_offset = max_offset;
@@ -1209,16 +1233,16 @@ impl Consumer {
                 // Java drops the process queue, persists the corrected offset and lets the next
                 // rebalance add the queue again; re-creating it here at the corrected offset is
                 // the same without waiting for a rebalance or racing the oneway commit.
-                self.queues.remove(&mq);
-                self.queue_keys.remove(&key);
+                self.forget_queue(key);
                 self.commit_oneway(now, &mq, next_offset);
                 self.next_key += 1;
                 self.next_epoch += 1;
                 let (key, epoch) = (self.next_key, self.next_epoch);
-                self.queue_keys.insert(key, mq.clone());
+                self.queue_index.insert(mq.clone(), key);
                 self.queues.insert(
-                    mq,
+                    key,
                     QueueState {
+                        mq,
                         key,
                         epoch,
                         phase: Phase::Idle,
@@ -1266,12 +1290,22 @@ impl Consumer {
 
     fn limits_for(&self, key: u64) -> Limits {
         let c = &self.config;
-        let topic = self
-            .queue_keys
-            .get(&key)
-            .map(MessageQueue::topic)
-            .unwrap_or_default();
-        let queues_of_topic = self.queues.keys().filter(|mq| mq.topic() == topic).count();
+        let topic_limits =
+            c.max_cached_messages_per_topic.is_some() || c.max_cached_bytes_per_topic.is_some();
+        // Counting a topic's queues is a scan: only pay it when per-topic limits are set.
+        let queues_of_topic = if topic_limits {
+            let topic = self
+                .queues
+                .get(&key)
+                .map(|s| s.mq.topic())
+                .unwrap_or_default();
+            self.queues
+                .values()
+                .filter(|s| s.mq.topic() == topic)
+                .count()
+        } else {
+            0
+        };
         let queue_messages = match c.max_cached_messages_per_topic {
             Some(limit) => (flow::per_queue_share(limit as u64, queues_of_topic) as usize)
                 .min(c.max_cached_messages_per_queue),
@@ -1292,86 +1326,79 @@ impl Consumer {
         }
     }
 
-    fn totals(&self) -> (usize, u64) {
-        self.queues
-            .values()
-            .fold((0, 0), |(m, b), s| (m + s.pq.len(), b + s.pq.bytes()))
-    }
-
     // ----- deliveries -----
 
+    /// Hands ready messages to the user, round robin over queues with ready messages, until
+    /// `max_in_flight_deliveries` are out.
     fn dispatch(&mut self, now: Instant) {
         if self.lifecycle != Lifecycle::Running {
             return;
         }
-        // Round robin over queues, starting after the queue served last.
-        let keys: Vec<u64> = self
-            .queue_keys
-            .range(self.last_dispatched + 1..)
-            .chain(self.queue_keys.range(..=self.last_dispatched))
-            .map(|(k, _)| *k)
-            .collect();
-        let mut progress = true;
-        while progress && self.in_flight.len() < self.config.max_in_flight_deliveries {
-            progress = false;
-            for &key in &keys {
-                if self.in_flight.len() >= self.config.max_in_flight_deliveries {
-                    break;
-                }
-                let Some(mq) = self.queue_keys.get(&key) else {
-                    continue;
-                };
-                let Some(state) = self.queues.get_mut(mq) else {
-                    continue;
-                };
-                if state.phase == Phase::Revoking || !state.pq.has_ready() {
-                    continue;
-                }
-                let messages = state.pq.take_ready(self.config.consume_batch_size);
-                if messages.is_empty() {
-                    continue;
-                }
-                self.next_seq += 1;
-                let id = DeliveryId {
-                    queue: key,
-                    epoch: state.epoch,
-                    seq: self.next_seq,
-                };
-                self.in_flight.insert(
-                    id.seq,
-                    InFlight {
-                        key,
-                        epoch: state.epoch,
-                        offsets: messages.iter().map(|m| m.queue_offset()).collect(),
-                        started: now,
-                    },
-                );
-                self.counters.delivered += 1;
-                self.outputs.push_back(Output::Deliver(Delivery {
-                    id,
-                    queue: mq.clone(),
-                    messages,
-                }));
-                self.last_dispatched = key;
-                progress = true;
+        while self.in_flight.len() < self.config.max_in_flight_deliveries {
+            // The first ready queue after the one served last, wrapping around.
+            let next = self
+                .ready
+                .range(self.last_dispatched + 1..)
+                .next()
+                .or_else(|| self.ready.iter().next())
+                .copied();
+            let Some(key) = next else {
+                break;
+            };
+            self.last_dispatched = key;
+            let Some(state) = self.queues.get_mut(&key) else {
+                self.ready.remove(&key);
+                continue;
+            };
+            if state.phase == Phase::Revoking {
+                self.ready.remove(&key);
+                continue;
             }
+            let messages = state.pq.take_ready(self.config.consume_batch_size);
+            if !state.pq.has_ready() {
+                self.ready.remove(&key);
+            }
+            if messages.is_empty() {
+                continue;
+            }
+            self.next_seq += 1;
+            let id = DeliveryId {
+                queue: key,
+                epoch: state.epoch,
+                seq: self.next_seq,
+            };
+            self.in_flight.insert(
+                id.seq,
+                InFlight {
+                    key,
+                    epoch: state.epoch,
+                    offsets: messages.iter().map(|m| m.queue_offset()).collect(),
+                    started: now,
+                },
+            );
+            self.counters.delivered += 1;
+            self.outputs.push_back(Output::Deliver(Delivery {
+                id,
+                queue: state.mq.clone(),
+                messages,
+            }));
         }
     }
 
     // ----- offsets -----
 
     fn persist_offsets(&mut self, now: Instant) {
-        let due: Vec<(MessageQueue, i64)> = self
-            .queues
-            .iter()
-            .filter(|(_, s)| matches!(s.phase, Phase::Idle | Phase::Pulling))
-            .filter(|(_, s)| s.persisted.is_none_or(|p| s.pq.committable() > p))
-            .map(|(mq, s)| (mq.clone(), s.pq.committable()))
-            .collect();
-        for (mq, offset) in due {
-            if let Some(state) = self.queues.get_mut(&mq) {
+        let mut due = Vec::new();
+        for state in self.queues.values_mut() {
+            let offset = state.pq.committable();
+            if matches!(state.phase, Phase::Idle | Phase::Pulling)
+                && state.persisted.is_none_or(|p| offset > p)
+            {
                 state.persisted = Some(offset);
+                due.push((state.mq.clone(), offset));
             }
+        }
+        for (mq, offset) in due {
             self.commit_oneway(now, &mq, offset);
         }
     }
@@ -1402,8 +1429,8 @@ impl Consumer {
         self.timers.clear();
         let queues: Vec<(MessageQueue, i64, bool)> = self
             .queues
-            .iter()
-            .map(|(mq, s)| (mq.clone(), s.pq.committable(), s.persisted.is_some()))
+            .values()
+            .map(|s| (s.mq.clone(), s.pq.committable(), s.persisted.is_some()))
             .collect();
         for (mq, offset, started) in queues {
             if !started {
@@ -1496,8 +1523,17 @@ impl Consumer {
     }
 
     fn queue_mut(&mut self, key: u64, epoch: u64) -> Option<&mut QueueState> {
-        let mq = self.queue_keys.get(&key)?;
-        self.queues.get_mut(mq).filter(|s| s.epoch == epoch)
+        self.queues.get_mut(&key).filter(|s| s.epoch == epoch)
+    }
+
+    /// Removes a queue and its share of the cache totals.
+    fn forget_queue(&mut self, key: u64) -> Option<QueueState> {
+        let state = self.queues.remove(&key)?;
+        self.queue_index.remove(&state.mq);
+        self.ready.remove(&key);
+        self.cached_messages -= state.pq.len();
+        self.cached_bytes -= state.pq.bytes();
+        Some(state)
     }
 
     fn master_addr(&self, broker: &str) -> Option<String> {

@@ -92,6 +92,9 @@ pub fn interpret(
                 (e.to_string(), resume)
             });
             let offset_delta = header.offset_delta.unwrap_or(0);
+            // Only a subscription naming tags filters; skip the per-message lookup otherwise.
+            let tag_filter =
+                subscription.filter(|s| !s.tags_set.is_empty() && !s.class_filter_mode);
             let mut messages = Vec::with_capacity(batch.messages.len());
             for mut message in batch.messages {
                 if offset_delta != 0 {
@@ -102,16 +105,16 @@ pub fn interpret(
                         remark: Some("static-topic offsetDelta is not supported".into()),
                     };
                 }
-                if let Some(sub) = subscription {
-                    if !sub.accepts_tag(message.tags()) {
-                        continue;
-                    }
+                if let Some(sub) = tag_filter
+                    && !sub.accepts_tag(message.tags())
+                {
+                    continue;
                 }
-                if message.topic() == retry_topic {
-                    if let Some(original) = message.property(property::RETRY_TOPIC) {
-                        let original = original.to_owned();
-                        message.set_topic(original);
-                    }
+                if message.topic() == retry_topic
+                    && let Some(original) = message.property(property::RETRY_TOPIC)
+                {
+                    let original = original.to_owned();
+                    message.set_topic(original);
                 }
                 messages.push(message);
             }
@@ -159,7 +162,10 @@ mod tests {
         command
     }
 
-    fn body(records: &[(&str, i64, Option<&str>, &[(&str, &str)])]) -> bytes::Bytes {
+    /// Topic, queue offset, tag and extra properties of one record.
+    type Record<'a> = (&'a str, i64, Option<&'a str>, &'a [(&'a str, &'a str)]);
+
+    fn body(records: &[Record<'_>]) -> bytes::Bytes {
         let mut buf = BytesMut::new();
         for (topic, offset, tag, extra) in records {
             let mut props: Vec<(&str, &str)> = extra.to_vec();

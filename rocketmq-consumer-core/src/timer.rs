@@ -49,6 +49,11 @@ impl TimerQueue {
         self.entries.insert((at, timer));
     }
 
+    /// Cancels one timer set for `at`.
+    pub(crate) fn remove(&mut self, at: Instant, timer: Timer) {
+        self.entries.remove(&(at, timer));
+    }
+
     pub(crate) fn next(&self) -> Option<(Instant, Timer)> {
         self.entries.first().copied()
     }

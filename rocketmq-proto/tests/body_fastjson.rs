@@ -251,8 +251,7 @@ fn absurd_queue_counts_are_refused() {
         let body = format!(
             r#"{{"queueDatas":[{{"brokerName":"b","readQueueNums":{count},"writeQueueNums":8,"perm":6}}],"brokerDatas":[]}}"#
         );
-        let err =
-            rocketmq_proto::body::TopicRouteData::decode(body.as_bytes()).expect_err("refused");
+        let err = TopicRouteData::decode(body.as_bytes()).expect_err("refused");
         assert!(err.to_string().contains("readQueueNums"), "{err}");
     }
 }

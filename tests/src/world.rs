@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use consumer_core::{
-    ConnId, ConsumeFrom, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, Event, Output,
-    ShutdownReport,
+    ConnId, ConsumeFrom, ConsumeOutcome, Consumer, ConsumerConfig, Delivery, DeliveryId, Event,
+    Output, ShutdownReport,
 };
 use proto::{Command, FrameDecoder, HeaderEncoding, MessageQueue, frame};
 
@@ -91,6 +91,15 @@ pub struct Node {
     /// Set once its shutdown finished.
     pub report: Option<ShutdownReport>,
     shutting_down: bool,
+    /// Every event the consumer output, with the time it did.
+    pub events: Vec<(Instant, Event)>,
+    /// Every delivery the consumer handed out, with the time it did.
+    pub delivered: Vec<(Instant, Delivery)>,
+    /// While set, the node's handler does not complete deliveries on its own: they wait in
+    /// [`Node::held`] until the test completes them ([`World::complete_at`]).
+    pub hold: bool,
+    /// Deliveries handed out while [`Node::hold`] was set and not completed by the test yet.
+    pub held: Vec<DeliveryId>,
 }
 
 /// The simulated world.
@@ -195,6 +204,10 @@ impl World {
             outstanding: BTreeMap::new(),
             report: None,
             shutting_down: false,
+            events: Vec::new(),
+            delivered: Vec::new(),
+            hold: false,
+            held: Vec::new(),
         });
         self.note(format!("node {index} starts"));
         index
@@ -249,12 +262,12 @@ impl World {
     }
 
     fn shutdown_node(&mut self, i: usize) {
-        if let Some(node) = self.nodes.get_mut(i) {
-            if !node.shutting_down {
-                node.shutting_down = true;
-                node.consumer.shutdown(self.now);
-                self.note(format!("node {i} shuts down"));
-            }
+        if let Some(node) = self.nodes.get_mut(i)
+            && !node.shutting_down
+        {
+            node.shutting_down = true;
+            node.consumer.shutdown(self.now);
+            self.note(format!("node {i} shuts down"));
         }
     }
 
@@ -311,11 +324,12 @@ impl World {
                 self.nodes[i].consumer.handle_disconnected(now, conn);
             }
             Ev::Complete(i, id, outcome) => {
-                if let Some(offsets) = self.nodes[i].outstanding.remove(&id) {
-                    if outcome == ConsumeOutcome::Success && !self.nodes[i].consumer.is_closed() {
-                        for (mq, offset) in offsets {
-                            self.acked.entry(mq).or_default().insert(offset);
-                        }
+                if let Some(offsets) = self.nodes[i].outstanding.remove(&id)
+                    && outcome == ConsumeOutcome::Success
+                    && !self.nodes[i].consumer.is_closed()
+                {
+                    for (mq, offset) in offsets {
+                        self.acked.entry(mq).or_default().insert(offset);
                     }
                 }
                 self.nodes[i].consumer.complete(now, id, outcome);
@@ -492,6 +506,11 @@ impl World {
                     .map(|m| (delivery.queue.clone(), m.queue_offset()))
                     .collect();
                 self.nodes[i].outstanding.insert(delivery.id, offsets);
+                self.nodes[i].delivered.push((self.now, delivery.clone()));
+                if self.nodes[i].hold {
+                    self.nodes[i].held.push(delivery.id);
+                    return;
+                }
                 let (lo, hi) = self.config.handler_time;
                 let took =
                     lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1));
@@ -507,6 +526,7 @@ impl World {
                 if let Event::Closed(report) = &event {
                     self.nodes[i].report = Some(report.clone());
                 }
+                self.nodes[i].events.push((self.now, event.clone()));
                 self.note(format!("node {i}: {event:?}"));
             }
             other => self.note(format!("node {i}: unexpected output {other:?}")),
@@ -660,4 +680,133 @@ fn decode(bytes: &Bytes) -> Command {
         .decode(&mut buf)
         .expect("the codec decodes what it encoded")
         .expect("one whole frame")
+}
+
+/// Hooks for scenario tests that steer the world into one precise situation.
+impl World {
+    /// The origin of the virtual clock.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// Starts one more consumer, as [`World::add_consumer`] does, with its configuration
+    /// further changed by `adjust` (after [`WorldConfig::consumer_config`]): per-node settings.
+    pub fn add_consumer_with(
+        &mut self,
+        adjust: impl FnOnce(ConsumerConfig) -> ConsumerConfig,
+    ) -> usize {
+        let index = self.nodes.len();
+        let mut config = ConsumerConfig::new(
+            self.config.group.clone(),
+            vec![self.cluster.namesrv_addr().to_owned()],
+        );
+        config.consume_from = ConsumeFrom::FirstOffset;
+        config.seed = self.config.seed.wrapping_add(index as u64);
+        let config = adjust((self.config.consumer_config)(config));
+        let unix_ms = self.cluster.wall_millis(self.now);
+        let mut consumer = Consumer::new(
+            config,
+            format!("10.0.0.{index}@sim#{index}"),
+            self.now,
+            unix_ms,
+        )
+        .expect("the test's consumer configuration is valid");
+        consumer
+            .subscribe(self.now, &self.config.topic, "*")
+            .expect("the simulation's topic is valid");
+        self.nodes.push(Node {
+            consumer,
+            keys: BTreeMap::new(),
+            outstanding: BTreeMap::new(),
+            report: None,
+            shutting_down: false,
+            events: Vec::new(),
+            delivered: Vec::new(),
+            hold: false,
+            held: Vec::new(),
+        });
+        self.note(format!("node {index} starts"));
+        index
+    }
+
+    /// Runs until `deadline` as [`World::run_until`] does, and calls `check` after every step
+    /// (after the invariants), so a test can watch a property that must hold throughout.
+    pub fn run_until_with(&mut self, deadline: Instant, mut check: impl FnMut(&Self)) {
+        loop {
+            self.drain();
+            self.check_invariants();
+            check(self);
+            let next = [
+                self.queue.keys().next().map(|(at, _)| *at),
+                self.cluster.poll_timeout(),
+            ]
+            .into_iter()
+            .chain(self.nodes.iter().map(|n| n.consumer.poll_timeout()))
+            .flatten()
+            .min();
+            let Some(next) = next else { break };
+            if next > deadline {
+                break;
+            }
+            self.now = self.now.max(next);
+            self.step();
+        }
+        self.now = self.now.max(deadline);
+    }
+
+    /// Starts a graceful shutdown of node `i` now (does not run the world).
+    pub fn shutdown_one(&mut self, i: usize) {
+        self.shutdown_node(i);
+    }
+
+    /// Has node `i`'s handler finish delivery `id` with `outcome` at `at` (not before now),
+    /// taking it out of [`Node::held`].
+    pub fn complete_at(&mut self, i: usize, id: DeliveryId, outcome: ConsumeOutcome, at: Instant) {
+        self.nodes[i].held.retain(|held| *held != id);
+        let at = at.max(self.now);
+        self.schedule(at, Ev::Complete(i, id, outcome));
+    }
+
+    /// Has node `i`'s handler finish every held delivery successfully at `at`.
+    pub fn release_held(&mut self, i: usize, at: Instant) {
+        for id in std::mem::take(&mut self.nodes[i].held) {
+            self.complete_at(i, id, ConsumeOutcome::Success, at);
+        }
+    }
+
+    /// Produces `n` messages (tag `TagA`) into `queue` now, recorded like the configured
+    /// messages, so the invariants and the final check cover them; returns their offsets.
+    pub fn produce_to(&mut self, queue: &MessageQueue, n: usize) -> Vec<i64> {
+        let mut offsets = Vec::with_capacity(n);
+        for k in 0..n {
+            let body = Bytes::from(format!("{queue:?} message {k}"));
+            let offset = self.cluster.produce(
+                self.now,
+                queue.topic(),
+                queue.broker_name(),
+                queue.queue_id(),
+                body,
+                Some("TagA"),
+                None,
+            );
+            self.produced
+                .entry(queue.clone())
+                .or_default()
+                .insert(offset);
+            offsets.push(offset);
+        }
+        self.note(format!("produce {n} into {queue:?}: {offsets:?}"));
+        offsets
+    }
+
+    /// The offsets of `queue` whose delivery some handler completed successfully.
+    pub fn acknowledged(&self, queue: &MessageQueue) -> BTreeSet<i64> {
+        self.acked.get(queue).cloned().unwrap_or_default()
+    }
+
+    /// The last `n` lines of the trace, for assertion messages.
+    pub fn trace_tail(&self, n: usize) -> String {
+        let skip = self.trace.len().saturating_sub(n);
+        self.trace[skip..].join("\n")
+    }
 }

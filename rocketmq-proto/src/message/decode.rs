@@ -107,7 +107,7 @@ impl DecodedBatch {
 /// Each record's `TOTALSIZE` must equal the length of its fields, and steps to the next record.
 /// Inner batches are split per [`DecodeOptions::unwrap_inner_batches`].
 pub fn decode_messages(body: &Bytes, options: &DecodeOptions) -> DecodedBatch {
-    let mut messages = Vec::with_capacity(count_records(body));
+    let mut messages = Vec::with_capacity(estimate_records(body));
     let mut pending = Pending::new(body);
     // Cloned per record: `Hasher::new` detects the CPU's features each time.
     let crc = crc32fast::Hasher::new();
@@ -138,6 +138,10 @@ pub fn decode_messages(body: &Bytes, options: &DecodeOptions) -> DecodedBatch {
         position += len;
     };
     pending.flush(&mut messages);
+    // The estimate can overshoot when the first record is much smaller than the rest.
+    if messages.capacity() > 2 * messages.len() + 8 {
+        messages.shrink_to_fit();
+    }
     DecodedBatch { messages, error }
 }
 
@@ -202,24 +206,6 @@ fn estimate_records(body: &[u8]) -> usize {
         },
         None => 0,
     }
-}
-
-/// Counts the records by their `TOTALSIZE` to size the message vector. Only sizes a record
-/// could have are followed, so garbage cannot reserve more than the input justifies.
-fn count_records(body: &[u8]) -> usize {
-    let mut count = 0;
-    let mut rest = body;
-    while let Some(size) = rest.first_chunk::<4>() {
-        let size = i32::from_be_bytes(*size);
-        match usize::try_from(size) {
-            Ok(size) if size >= MIN_RECORD_LEN => {
-                count += 1;
-                rest = rest.get(size..).unwrap_or_default();
-            }
-            _ => break,
-        }
-    }
-    count
 }
 
 /// A record [`fast_record`] validated, whose message is not built yet.
@@ -676,15 +662,55 @@ mod tests {
     }
 
     #[test]
-    fn counting_follows_total_size_and_stops_at_garbage() {
-        assert_eq!(count_records(&records(5)), 5);
-        assert_eq!(count_records(&[]), 0);
-        // A size too small for any record stops the count instead of stepping byte by byte.
-        assert_eq!(count_records(&[0, 0, 0, 1, 0, 0, 0, 1]), 0);
-        assert_eq!(count_records(&(-5_i32).to_be_bytes()), 0);
-        let mut tail = records(2).to_vec();
-        tail.extend_from_slice(&[0, 0, 0, 90]);
-        assert_eq!(count_records(&tail), 2);
+    fn estimate_divides_by_the_first_record_and_ignores_garbage() {
+        let one = records(1).len();
+        assert_eq!(estimate_records(&records(1)), 1);
+        assert_eq!(estimate_records(&vec![0; 5 * one]), 0);
+        let mut five = records(1).to_vec();
+        five.extend_from_slice(&vec![0; 4 * one]);
+        assert_eq!(estimate_records(&five), 5);
+        assert_eq!(estimate_records(&[]), 0);
+        assert_eq!(estimate_records(&[0, 0, 0, 90]), 0);
+        assert_eq!(estimate_records(&(-5_i32).to_be_bytes()), 0);
+    }
+
+    #[test]
+    fn an_overshot_estimate_is_given_back() {
+        // A tiny record first, then a big one: the estimate says many, two are decoded.
+        let mut body = records(1).to_vec();
+        let big = StoredMessage {
+            topic: "t".into(),
+            body: Bytes::from(vec![b'b'; 10_000]),
+            ..StoredMessage::default()
+        };
+        let mut out = BytesMut::new();
+        encode_stored(&big, &mut out).unwrap();
+        body.extend_from_slice(&out);
+        let batch = decode_messages(&Bytes::from(body), &DecodeOptions::default());
+        assert_eq!(batch.messages.len(), 2);
+        assert!(batch.messages.capacity() <= 2 * 2 + 8);
+    }
+
+    /// Every record the fast path accepts, the checked path accepts with the same message.
+    #[test]
+    fn fast_and_checked_paths_agree() {
+        let body = records(40);
+        let crc = crc32fast::Hasher::new();
+        for verify_crc in [false, true] {
+            let options = DecodeOptions::default().with_verify_crc(verify_crc);
+            let mut position = 0;
+            while position < body.len() {
+                let span = fast_record(&body, position, &options, &crc).unwrap();
+                let checked = validate_record(&body, position, &options).unwrap();
+                assert_eq!(span.len as usize, checked.len);
+                assert_eq!(span.layout, checked.layout);
+                assert_eq!(
+                    (HEADER_V4, span.body_end as usize),
+                    (checked.body_start, checked.body_end)
+                );
+                position += checked.len;
+            }
+        }
     }
 
     #[test]
