@@ -1,22 +1,29 @@
 //! The cache of one queue's pulled-but-unacknowledged messages (Java's `ProcessQueue`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use proto::message::Message;
 
-/// Pulled messages of one queue, keyed by queue offset, and what has been acknowledged.
+/// Pulled messages of one queue, in offset order, and what has been acknowledged.
 ///
 /// The committable offset is the lowest offset still cached (an unacknowledged message), or one
 /// past the highest offset ever cached when the cache is empty, or the start offset before
 /// anything arrived: committing it never skips a message that was not consumed.
+///
+/// Messages arrive in offset order and mostly leave in offset order, so they sit in a ring
+/// buffer: putting, handing out and acknowledging are O(1) amortised (an acknowledgement finds
+/// its message by binary search), and acknowledged messages leave from the front.
 #[derive(Debug)]
 pub struct ProcessQueue {
-    cached: BTreeMap<i64, Entry>,
-    /// Offsets ready to deliver (not in flight, not waiting to be redelivered).
-    ready: BTreeSet<i64>,
-    /// Offsets waiting for a redelivery time.
-    waiting: BTreeMap<i64, Instant>,
+    entries: VecDeque<Entry>,
+    /// No entry before this index is ready.
+    ready_from: usize,
+    ready: usize,
+    in_flight: usize,
+    waiting: usize,
+    /// Entries not acknowledged.
+    live: usize,
     cached_bytes: u64,
     /// One past the highest offset ever cached, or the start offset.
     high_water: i64,
@@ -24,18 +31,30 @@ pub struct ProcessQueue {
 
 #[derive(Debug)]
 struct Entry {
+    offset: i64,
     message: Message,
     bytes: u64,
-    in_flight: bool,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ready,
+    InFlight,
+    Waiting(Instant),
+    Acked,
 }
 
 impl ProcessQueue {
     /// An empty cache for a queue whose consumption starts at `start_offset`.
     pub fn new(start_offset: i64) -> Self {
         Self {
-            cached: BTreeMap::new(),
-            ready: BTreeSet::new(),
-            waiting: BTreeMap::new(),
+            entries: VecDeque::new(),
+            ready_from: 0,
+            ready: 0,
+            in_flight: 0,
+            waiting: 0,
+            live: 0,
             cached_bytes: 0,
             high_water: start_offset,
         }
@@ -52,17 +71,16 @@ impl ProcessQueue {
                 continue;
             }
             let bytes = message.body().len() as u64;
-            self.cached.insert(
+            self.entries.push_back(Entry {
                 offset,
-                Entry {
-                    message,
-                    bytes,
-                    in_flight: false,
-                },
-            );
-            self.ready.insert(offset);
+                message,
+                bytes,
+                state: State::Ready,
+            });
+            self.ready += 1;
+            self.live += 1;
             self.cached_bytes += bytes;
-            self.high_water = self.high_water.max(offset + 1);
+            self.high_water = offset + 1;
             added += 1;
         }
         added
@@ -70,37 +88,60 @@ impl ProcessQueue {
 
     /// Marks up to `max` ready messages in flight and returns them, lowest offset first.
     pub fn take_ready(&mut self, max: usize) -> Vec<Message> {
-        let mut out = Vec::new();
-        while out.len() < max {
-            let Some(offset) = self.ready.pop_first() else {
+        let mut out = Vec::with_capacity(max.min(self.ready));
+        let mut i = self.ready_from;
+        while out.len() < max && self.ready > 0 {
+            let Some(entry) = self.entries.get_mut(i) else {
                 break;
             };
-            if let Some(entry) = self.cached.get_mut(&offset) {
-                entry.in_flight = true;
+            if entry.state == State::Ready {
+                entry.state = State::InFlight;
+                self.ready -= 1;
+                self.in_flight += 1;
                 out.push(entry.message.clone());
             }
+            i += 1;
         }
+        self.ready_from = i;
         out
     }
 
     /// Acknowledges consumed messages: they leave the cache.
     pub fn ack(&mut self, offsets: &[i64]) {
-        for offset in offsets {
-            if let Some(entry) = self.cached.remove(offset) {
-                self.cached_bytes -= entry.bytes;
+        for &offset in offsets {
+            let Some(entry) = self.find(offset) else {
+                continue;
+            };
+            let (state, bytes) = (entry.state, entry.bytes);
+            if state == State::Acked {
+                continue;
             }
-            self.ready.remove(offset);
-            self.waiting.remove(offset);
+            entry.state = State::Acked;
+            self.leave(state);
+            self.live -= 1;
+            self.cached_bytes -= bytes;
+        }
+        while self
+            .entries
+            .front()
+            .is_some_and(|e| e.state == State::Acked)
+        {
+            self.entries.pop_front();
+            self.ready_from = self.ready_from.saturating_sub(1);
         }
     }
 
     /// Puts in-flight messages back to be delivered again at `at`; they stay cached, so the
     /// committable offset cannot pass them.
     pub fn retry_at(&mut self, offsets: &[i64], at: Instant) {
-        for offset in offsets {
-            if let Some(entry) = self.cached.get_mut(offset) {
-                entry.in_flight = false;
-                self.waiting.insert(*offset, at);
+        for &offset in offsets {
+            let Some(entry) = self.find(offset) else {
+                continue;
+            };
+            if entry.state == State::InFlight {
+                entry.state = State::Waiting(at);
+                self.in_flight -= 1;
+                self.waiting += 1;
             }
         }
     }
@@ -108,52 +149,59 @@ impl ProcessQueue {
     /// Moves messages whose redelivery time has come back to ready; returns the earliest
     /// redelivery time still pending.
     pub fn release_due(&mut self, now: Instant) -> Option<Instant> {
-        let due: Vec<i64> = self
-            .waiting
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .map(|(o, _)| *o)
-            .collect();
-        for offset in due {
-            self.waiting.remove(&offset);
-            self.ready.insert(offset);
+        if self.waiting == 0 {
+            return None;
         }
-        self.waiting.values().min().copied()
+        let mut next = None;
+        for (i, entry) in self.entries.iter_mut().enumerate() {
+            if let State::Waiting(at) = entry.state {
+                if at <= now {
+                    entry.state = State::Ready;
+                    self.waiting -= 1;
+                    self.ready += 1;
+                    self.ready_from = self.ready_from.min(i);
+                } else {
+                    next = Some(next.map_or(at, |n: Instant| n.min(at)));
+                }
+            }
+        }
+        next
     }
 
     /// Returns in-flight messages to ready (their delivery was abandoned).
     pub fn requeue_in_flight(&mut self) {
-        for (offset, entry) in &mut self.cached {
-            if entry.in_flight {
-                entry.in_flight = false;
-                self.ready.insert(*offset);
+        for (i, entry) in self.entries.iter_mut().enumerate() {
+            if entry.state == State::InFlight {
+                entry.state = State::Ready;
+                self.in_flight -= 1;
+                self.ready += 1;
+                self.ready_from = self.ready_from.min(i);
             }
         }
     }
 
     /// The offset to commit: nothing below it is unacknowledged.
     pub fn committable(&self) -> i64 {
-        self.cached
-            .first_key_value()
-            .map_or(self.high_water, |(&offset, _)| offset)
+        // Acknowledged entries leave from the front, so the front is unacknowledged.
+        self.entries.front().map_or(self.high_water, |e| e.offset)
     }
 
     /// Moves the start point when nothing is cached (a pull found nothing, or the broker
     /// corrected the offset); ignored while messages are cached.
     pub fn advance_empty(&mut self, offset: i64) {
-        if self.cached.is_empty() {
+        if self.live == 0 {
             self.high_water = self.high_water.max(offset);
         }
     }
 
     /// Cached messages.
     pub fn len(&self) -> usize {
-        self.cached.len()
+        self.live
     }
 
     /// Whether nothing is cached.
     pub fn is_empty(&self) -> bool {
-        self.cached.is_empty()
+        self.live == 0
     }
 
     /// Cached body bytes.
@@ -163,19 +211,43 @@ impl ProcessQueue {
 
     /// Highest minus lowest cached offset (Java's `getMaxSpan`).
     pub fn span(&self) -> i64 {
-        match (self.cached.first_key_value(), self.cached.last_key_value()) {
-            (Some((&first, _)), Some((&last, _))) => last - first,
+        let first = self.entries.front().map(|e| e.offset);
+        let last = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.state != State::Acked)
+            .map(|e| e.offset);
+        match (first, last) {
+            (Some(first), Some(last)) => last - first,
             _ => 0,
         }
     }
 
     /// Messages handed out and not yet completed.
     pub fn in_flight(&self) -> usize {
-        self.cached.values().filter(|e| e.in_flight).count()
+        self.in_flight
     }
 
     /// Whether some message is ready to deliver.
     pub fn has_ready(&self) -> bool {
-        !self.ready.is_empty()
+        self.ready > 0
+    }
+
+    fn find(&mut self, offset: i64) -> Option<&mut Entry> {
+        let index = self
+            .entries
+            .binary_search_by_key(&offset, |e| e.offset)
+            .ok()?;
+        self.entries.get_mut(index)
+    }
+
+    fn leave(&mut self, state: State) {
+        match state {
+            State::Ready => self.ready -= 1,
+            State::InFlight => self.in_flight -= 1,
+            State::Waiting(_) => self.waiting -= 1,
+            State::Acked => {}
+        }
     }
 }
