@@ -1,6 +1,74 @@
-//! The smol adapter for `rocketmq-consumer-core`.
+//! The smol adapter for `rocketmq-consumer-core`; it also runs under async-std.
 //!
-//! **Not yet implemented.** It will own sockets, one timer and the handler executor, and nothing
-//! else (see `ARCHITECTURE.md`); no consumer runs on it yet.
+//! The shared driver (`rocketmq-driver`) does the work; [`SmolRuntime`] tells it how smol
+//! keeps time, sleeps, spawns and connects:
+//!
+//! ```no_run
+//! use rocketmq_smol::{ConsumeFrom, ConsumeOutcome, PushConsumer};
+//!
+//! smol::block_on(async {
+//!     let running = PushConsumer::builder("my-group")
+//!         .name_server("127.0.0.1:9876")
+//!         .subscribe("TopicTest", "*")
+//!         .consume_from(ConsumeFrom::Last)
+//!         .build()?
+//!         .start_concurrently(|batch| async move {
+//!             println!("got {} message(s)", batch.len());
+//!             ConsumeOutcome::Success
+//!         });
+//!     let report = running.shutdown().await?;
+//!     println!("{} queue offsets committed", report.committed.len());
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Tasks go to `smol::spawn`: smol's global executor, which runs on its own threads (see
+//! `SMOL_THREADS`). So the consumer needs no particular executor around it: it works from
+//! `smol::block_on`, from async-std's `task::block_on` or `#[async_std::main]`, or from a plain
+//! thread. Sockets and timers are `async-io`'s, driven by its reactor thread.
 
-pub use consumer_core::MessageQueue;
+use std::{io, time::Instant};
+
+use driver::BoxFuture;
+use smol::net::TcpStream;
+
+pub use driver::prelude::*;
+
+/// A push consumer on smol (or async-std).
+pub type PushConsumer = driver::PushConsumer<SmolRuntime>;
+
+/// How a smol [`PushConsumer`] is configured.
+pub type PushConsumerBuilder = driver::PushConsumerBuilder<SmolRuntime>;
+
+/// The consumer's runtime on smol: the global executor, `async-io` timers, the system clock,
+/// and `async-net` TCP streams (already `futures-io` streams).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SmolRuntime;
+
+impl Runtime for SmolRuntime {
+    type Stream = TcpStream;
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> BoxFuture<()> {
+        let timer = smol::Timer::at(deadline);
+        Box::pin(async move {
+            timer.await;
+        })
+    }
+
+    fn spawn(&self, task: BoxFuture<()>) {
+        smol::spawn(task).detach();
+    }
+
+    fn connect(&self, addr: String) -> BoxFuture<io::Result<TcpStream>> {
+        Box::pin(async move {
+            let socket = TcpStream::connect(addr.as_str()).await?;
+            socket.set_nodelay(true)?;
+            Ok(socket)
+        })
+    }
+}

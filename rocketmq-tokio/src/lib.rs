@@ -1,6 +1,76 @@
 //! The tokio adapter for `rocketmq-consumer-core`.
 //!
-//! **Not yet implemented.** It will own sockets, one timer and the handler executor, and nothing
-//! else (see `ARCHITECTURE.md`); no consumer runs on it yet.
+//! All the driving (connections, the one timer, the handler tasks) lives once in
+//! `rocketmq-driver`; this crate only says how tokio does each of the four things that driver
+//! needs, in [`TokioRuntime`], and names the API for it:
+//!
+//! ```no_run
+//! use rocketmq_tokio::{ConsumeFrom, ConsumeOutcome, PushConsumer};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let consumer = PushConsumer::builder("my-group")
+//!     .name_server("127.0.0.1:9876")
+//!     .subscribe("TopicTest", "TagA || TagB")
+//!     .consume_from(ConsumeFrom::First)
+//!     .build()?;
+//! let running = consumer.start_concurrently(|messages| async move {
+//!     for message in &messages {
+//!         println!("{} bytes", message.body().len());
+//!     }
+//!     ConsumeOutcome::Success
+//! });
+//! // ...
+//! let report = running.shutdown().await?;
+//! println!("committed {:?}", report.committed);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Start consumers inside a tokio runtime (with the `time` and `io` drivers enabled): the
+//! driver spawns its tasks with `tokio::spawn`. Tokio's clock is used throughout, so a runtime
+//! with paused time drives the consumer consistently.
 
-pub use consumer_core::MessageQueue;
+use std::io;
+use std::time::Instant;
+
+use driver::BoxFuture;
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncReadCompatExt};
+
+pub use driver::prelude::*;
+
+/// A push consumer on tokio.
+pub type PushConsumer = driver::PushConsumer<TokioRuntime>;
+
+/// The builder of a [`PushConsumer`] on tokio.
+pub type PushConsumerBuilder = driver::PushConsumerBuilder<TokioRuntime>;
+
+/// The consumer's runtime on tokio: `tokio::spawn`, tokio's timer and clock, and
+/// `tokio::net::TcpStream` seen through `tokio_util::compat` as a `futures-io` stream.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioRuntime;
+
+impl Runtime for TokioRuntime {
+    type Stream = Compat<TcpStream>;
+
+    fn now(&self) -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> BoxFuture<()> {
+        Box::pin(tokio::time::sleep_until(deadline.into()))
+    }
+
+    fn spawn(&self, task: BoxFuture<()>) {
+        // Detached: the driver reports its end over its own channel.
+        drop(tokio::spawn(task));
+    }
+
+    fn connect(&self, addr: String) -> BoxFuture<io::Result<Self::Stream>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Ok(stream.compat())
+        })
+    }
+}

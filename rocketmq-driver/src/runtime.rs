@@ -1,0 +1,31 @@
+//! The small runtime abstraction the driver is generic over (after quinn's `Runtime`).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::time::Instant;
+
+use futures_io::{AsyncRead, AsyncWrite};
+
+/// A boxed, sendable future: what the runtime hands back and what it is asked to spawn.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What the driver needs from an async runtime: a clock, a timer, a way to spawn tasks and TCP
+/// connections. Each adapter crate implements it in a few lines; everything else is shared.
+pub trait Runtime: Clone + Default + Send + Sync + 'static {
+    /// A connected TCP stream. The driver splits it into a read half and a write half.
+    type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+
+    /// The runtime's clock. Every `Instant` the consumer sees comes from here, so a runtime with
+    /// a virtual clock (tokio's paused time) drives the consumer consistently.
+    fn now(&self) -> Instant;
+
+    /// A future that completes at `deadline` (at once when it has passed).
+    fn sleep_until(&self, deadline: Instant) -> BoxFuture<()>;
+
+    /// Runs `task` in the background; nothing joins it.
+    fn spawn(&self, task: BoxFuture<()>);
+
+    /// Opens a TCP connection to `addr` (`host:port`, resolved by the runtime).
+    fn connect(&self, addr: String) -> BoxFuture<io::Result<Self::Stream>>;
+}

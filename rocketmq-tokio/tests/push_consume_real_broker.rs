@@ -1,0 +1,18 @@
+//! A `PushConsumer` on tokio consumes every message of a new topic from the real local broker,
+//! then commits its offsets on shutdown. Needs `scripts/broker start` and `NAMESRV_ADDR`.
+
+#[path = "../../rocketmq-driver/tests/support/real_broker.rs"]
+mod real_broker;
+
+use rocketmq_tokio::TokioRuntime;
+
+#[test]
+fn tokio_push_consumer_consumes_everything_from_the_real_broker() {
+    let produced = real_broker::produce("tokio-push");
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(real_broker::consume_all::<TokioRuntime>(produced));
+}
