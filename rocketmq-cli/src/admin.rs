@@ -65,3 +65,45 @@ pub fn route(namesrv: &str, topic: &str) -> Result<TopicRouteData, AdminError> {
     )?)?;
     TopicRouteData::decode(&response.body).map_err(|e| AdminError::Body(e.to_string()))
 }
+
+/// `UPDATE_AND_CREATE_TOPIC` on every master of the cluster, then waits (up to 30 s) until the
+/// name server routes the topic (a new topic takes a few seconds to appear there).
+pub fn create_topic(namesrv: &str, topic: &str, queues: i32) -> Result<TopicRouteData, AdminError> {
+    let info = cluster_info(namesrv)?;
+    let masters: Vec<String> = info
+        .get("brokerAddrTable")
+        .and_then(|t| t.as_object())
+        .map(|table| {
+            table
+                .values()
+                .filter_map(|b| b.get("brokerAddrs")?.get("0")?.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if masters.is_empty() {
+        return Err(AdminError::Body(
+            "the name server knows no broker master".into(),
+        ));
+    }
+    for addr in &masters {
+        let header = proto::headers::CreateTopicRequest::new(topic, queues);
+        let mut client = BlockingClient::connect(addr, TIMEOUT)?;
+        expect_success(client.call(
+            Command::request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header),
+            TIMEOUT,
+        )?)?;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match route(namesrv, topic) {
+            Ok(route) => return Ok(route),
+            Err(AdminError::Refused {
+                code: ResponseCode::TOPIC_NOT_EXIST,
+                ..
+            }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -3,4 +3,6 @@
 
 pub mod admin;
 pub mod blocking;
+pub mod consume;
 pub mod decode;
+pub mod produce;

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, decode};
+use rmq_cli::{admin, consume, decode, produce};
 
 #[derive(Parser)]
 #[command(
@@ -40,10 +40,78 @@ enum Cmd {
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
     },
+    /// Send messages to a topic, round robin over its queues.
+    Produce {
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// How many messages.
+        #[arg(long, default_value_t = 1)]
+        count: usize,
+        /// Body size in bytes (ignored with --body).
+        #[arg(long, default_value_t = 128)]
+        size: usize,
+        /// The tag of every message.
+        #[arg(long)]
+        tag: Option<String>,
+        /// The keys of every message (space-separated).
+        #[arg(long)]
+        keys: Option<String>,
+        /// The body text; `{i}` becomes the message's index.
+        #[arg(long)]
+        body: Option<String>,
+        /// Name server address; also NAMESRV_ADDR.
+        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+        namesrv: String,
+    },
+    /// Consume a topic and print one JSON line per message; commits offsets before exiting.
+    Consume {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// Tag expression, e.g. 'TagA || TagB'.
+        #[arg(long, default_value = "*")]
+        expr: String,
+        /// Where a new group starts: first, last, or timestamp:MS.
+        #[arg(long, default_value = "last")]
+        from: String,
+        /// Exit after this many messages.
+        #[arg(long)]
+        count: Option<usize>,
+        /// Exit after this many seconds without a message.
+        #[arg(long)]
+        idle_exit: Option<u64>,
+        /// Name server address; also NAMESRV_ADDR.
+        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+        namesrv: String,
+    },
+    /// Topic administration.
+    Topic {
+        #[command(subcommand)]
+        command: TopicCmd,
+    },
     /// Print a topic's route (GET_ROUTEINFO_BY_TOPIC) as JSON.
     Route {
         /// The topic.
         topic: String,
+        /// Name server address; also NAMESRV_ADDR.
+        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+        namesrv: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum TopicCmd {
+    /// Create (or update) a topic on every broker master, and wait until it is routed.
+    Create {
+        /// The topic.
+        topic: String,
+        /// Read and write queues per broker.
+        #[arg(long, default_value_t = 4)]
+        queues: i32,
         /// Name server address; also NAMESRV_ADDR.
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
@@ -112,6 +180,93 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::Cluster { namesrv } => {
             let info = admin::cluster_info(&namesrv).map_err(|e| e.to_string())?;
             writeln!(out, "{info}").map_err(|e| format!("stdout: {e}"))?;
+        }
+        Cmd::Produce {
+            topic,
+            count,
+            size,
+            tag,
+            keys,
+            body,
+            namesrv,
+        } => {
+            let options = produce::ProduceOptions {
+                topic,
+                count,
+                size,
+                tag,
+                keys,
+                body,
+            };
+            let summary =
+                produce::produce(&namesrv, &options, |_| {}).map_err(|e| e.to_string())?;
+            eprintln!(
+                "sent {} messages in {:.2} s ({:.0} msg/s), {} errors",
+                summary.sent,
+                summary.seconds,
+                summary.sent as f64 / summary.seconds.max(1e-9),
+                summary.errors
+            );
+            if summary.errors > 0 {
+                return Err(format!("{} messages were not stored", summary.errors));
+            }
+        }
+        Cmd::Consume {
+            group,
+            topic,
+            expr,
+            from,
+            count,
+            idle_exit,
+            namesrv,
+        } => {
+            let from = match from.as_str() {
+                "first" => consume::ConsumeFrom::First,
+                "last" => consume::ConsumeFrom::Last,
+                other => match other.strip_prefix("timestamp:").map(str::parse::<i64>) {
+                    Some(Ok(ms)) => consume::ConsumeFrom::Timestamp(ms),
+                    _ => {
+                        return Err(format!(
+                            "--from {other}: expected first, last or timestamp:MS"
+                        ));
+                    }
+                },
+            };
+            let options = consume::ConsumeOptions {
+                namesrv,
+                group,
+                topic,
+                expression: expr,
+                from,
+                count,
+                idle_exit: idle_exit.map(std::time::Duration::from_secs),
+            };
+            let mut write_error = None;
+            let report = consume::consume(&options, |value| {
+                if write_error.is_none() {
+                    write_error = writeln!(out, "{value}").and_then(|()| out.flush()).err();
+                }
+            })?;
+            if let Some(e) = write_error {
+                return Err(format!("stdout: {e}"));
+            }
+            eprintln!(
+                "committed {} queues, {} abandoned deliveries",
+                report.committed.len(),
+                report.abandoned
+            );
+        }
+        Cmd::Topic {
+            command:
+                TopicCmd::Create {
+                    topic,
+                    queues,
+                    namesrv,
+                },
+        } => {
+            let route = admin::create_topic(&namesrv, &topic, queues).map_err(|e| e.to_string())?;
+            let value = serde_json::to_value(&route).map_err(|e| e.to_string())?;
+            writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
         }
         Cmd::Route { topic, namesrv } => {
             let route = admin::route(&namesrv, &topic).map_err(|e| e.to_string())?;

@@ -78,17 +78,7 @@ pub fn master_of(route: &TopicRouteData, name: &str) -> String {
 /// Creates `topic` with `queues` queues on the broker at `broker_addr`, then waits (up to 30 s)
 /// until the name server routes it.
 pub fn create_topic(namesrv: &str, broker_addr: &str, topic: &str, queues: i32) -> TopicRouteData {
-    let header = CreateTopicRequest {
-        topic: topic.to_owned(),
-        default_topic: "TBW102".to_owned(),
-        read_queue_nums: queues,
-        write_queue_nums: queues,
-        perm: 6,
-        topic_filter_type: "SINGLE_TAG".to_owned(),
-        topic_sys_flag: Some(0),
-        order: false,
-        attributes: None,
-    };
+    let header = CreateTopicRequest::new(topic, queues);
     let response = call(
         broker_addr,
         Command::request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header),

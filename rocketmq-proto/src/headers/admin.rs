@@ -27,3 +27,21 @@ crate::command_header! {
         opt attributes: String = "attributes",
     }
 }
+
+impl CreateTopicRequest {
+    /// A read-write topic with `queues` read and write queues and Java's other defaults
+    /// (`DefaultMQAdminExt.createTopic`: template `TBW102`, perm 6, single tag, not ordered).
+    pub fn new(topic: &str, queues: i32) -> Self {
+        Self {
+            topic: topic.to_owned(),
+            default_topic: "TBW102".to_owned(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".to_owned(),
+            topic_sys_flag: Some(0),
+            order: false,
+            attributes: None,
+        }
+    }
+}
