@@ -920,24 +920,7 @@ impl Consumer {
                 return;
             }
         }
-        self.next_key += 1;
-        self.next_epoch += 1;
-        let (key, epoch) = (self.next_key, self.next_epoch);
-        self.queue_index.insert(mq.clone(), key);
-        self.queues.insert(
-            key,
-            QueueState {
-                mq,
-                key,
-                epoch,
-                phase: Phase::Resolve,
-                pq: ProcessQueue::new(0),
-                next_offset: 0,
-                pull_broker_id: 0,
-                max_offset: 0,
-                persisted: None,
-            },
-        );
+        let (key, epoch) = self.insert_queue(mq, None);
         self.resolve_offset(now, key, epoch);
     }
 
@@ -1235,24 +1218,7 @@ impl Consumer {
                 // the same without waiting for a rebalance or racing the oneway commit.
                 self.forget_queue(key);
                 self.commit_oneway(now, &mq, next_offset);
-                self.next_key += 1;
-                self.next_epoch += 1;
-                let (key, epoch) = (self.next_key, self.next_epoch);
-                self.queue_index.insert(mq.clone(), key);
-                self.queues.insert(
-                    key,
-                    QueueState {
-                        mq,
-                        key,
-                        epoch,
-                        phase: Phase::Idle,
-                        pq: ProcessQueue::new(next_offset),
-                        next_offset,
-                        pull_broker_id: 0,
-                        max_offset: 0,
-                        persisted: Some(next_offset),
-                    },
-                );
+                let (key, epoch) = self.insert_queue(mq, Some(next_offset));
                 self.try_pull(now, key, epoch);
             }
             PullOutcome::BrokerBusy => {
@@ -1524,6 +1490,35 @@ impl Consumer {
 
     fn queue_mut(&mut self, key: u64, epoch: u64) -> Option<&mut QueueState> {
         self.queues.get_mut(&key).filter(|s| s.epoch == epoch)
+    }
+
+    /// Starts a new life for `mq` under a fresh key and epoch: at `start` (an offset the
+    /// broker already holds for the group), or waiting for its start offset to be resolved.
+    fn insert_queue(&mut self, mq: MessageQueue, start: Option<i64>) -> (u64, u64) {
+        self.next_key += 1;
+        self.next_epoch += 1;
+        let (key, epoch) = (self.next_key, self.next_epoch);
+        self.queue_index.insert(mq.clone(), key);
+        let offset = start.unwrap_or(0);
+        self.queues.insert(
+            key,
+            QueueState {
+                mq,
+                key,
+                epoch,
+                phase: if start.is_some() {
+                    Phase::Idle
+                } else {
+                    Phase::Resolve
+                },
+                pq: ProcessQueue::new(offset),
+                next_offset: offset,
+                pull_broker_id: 0,
+                max_offset: 0,
+                persisted: start,
+            },
+        );
+        (key, epoch)
     }
 
     /// Removes a queue and its share of the cache totals.

@@ -179,38 +179,7 @@ impl World {
 
     /// Starts one more consumer.
     pub fn add_consumer(&mut self) -> usize {
-        let index = self.nodes.len();
-        let mut config = ConsumerConfig::new(
-            self.config.group.clone(),
-            vec![self.cluster.namesrv_addr().to_owned()],
-        );
-        config.consume_from = ConsumeFrom::FirstOffset;
-        config.seed = self.config.seed.wrapping_add(index as u64);
-        let config = (self.config.consumer_config)(config);
-        let unix_ms = self.cluster.wall_millis(self.now);
-        let mut consumer = Consumer::new(
-            config,
-            format!("10.0.0.{index}@sim#{index}"),
-            self.now,
-            unix_ms,
-        )
-        .expect("the simulation's consumer configuration is valid");
-        consumer
-            .subscribe(self.now, &self.config.topic, "*")
-            .expect("the simulation's topic is valid");
-        self.nodes.push(Node {
-            consumer,
-            keys: BTreeMap::new(),
-            outstanding: BTreeMap::new(),
-            report: None,
-            shutting_down: false,
-            events: Vec::new(),
-            delivered: Vec::new(),
-            hold: false,
-            held: Vec::new(),
-        });
-        self.note(format!("node {index} starts"));
-        index
+        self.add_consumer_with(|config| config)
     }
 
     /// Runs until `deadline`, checking invariants after every step.

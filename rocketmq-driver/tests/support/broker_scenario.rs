@@ -1,0 +1,266 @@
+//! Helpers shared by the real-broker scenarios in this directory (each scenario file includes
+//! this one with `#[path]`): a topic to send tagged messages to with the blocking client, a
+//! push consumer whose handler forwards every body to a channel, and collectors that fail loudly
+//! with the missing, unexpected and duplicated bodies.
+#![allow(dead_code, reason = "each scenario uses a part of these helpers")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use driver::prelude::*;
+use futures_channel::mpsc::UnboundedReceiver;
+use futures_util::StreamExt;
+use futures_util::future::{self, Either};
+use proto::message::OutgoingMessage;
+use proto::{Command, RequestCode, ResponseCode};
+use rmq_cli::blocking::BlockingClient;
+use rocketmq_tests::{TIMEOUT, any_broker, create_topic, namesrv, send_header, unique};
+
+/// How long any expected set of messages (or queue assignment) may take to arrive.
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
+/// How long a scenario keeps listening after the expected messages, to catch extra ones.
+pub(crate) const QUIET: Duration = Duration::from_secs(3);
+
+/// A new topic on the local cluster's first broker.
+pub(crate) struct Topic {
+    /// The name server's address.
+    pub(crate) namesrv: String,
+    /// The topic's name.
+    pub(crate) name: String,
+    broker: String,
+    queues: i32,
+}
+
+impl Topic {
+    /// Creates a uniquely named topic with `queues` queues and waits until it is routed. Fails
+    /// the test when the cluster is not running (see `rocketmq_tests::namesrv`).
+    pub(crate) fn create(prefix: &str, queues: i32) -> Self {
+        let namesrv = namesrv();
+        let broker = any_broker(&namesrv);
+        let name = unique(prefix);
+        create_topic(&namesrv, &broker, &name, queues);
+        Self {
+            namesrv,
+            name,
+            broker,
+            queues,
+        }
+    }
+
+    /// Sends `count` messages with bodies `{topic}/{batch}/{i}` and tag `tag` (none when
+    /// `None`), spread round-robin over the queues, and returns their bodies.
+    pub(crate) fn send(&self, batch: &str, count: usize, tag: Option<&str>) -> BTreeSet<String> {
+        let mut client = BlockingClient::connect(&self.broker, TIMEOUT)
+            .unwrap_or_else(|e| panic!("connect to the broker at {}: {e}", self.broker));
+        let mut bodies = BTreeSet::new();
+        for i in 0..count {
+            let body = format!("{}/{batch}/{i}", self.name);
+            let mut message = OutgoingMessage::new(self.name.clone(), body.clone());
+            if let Some(tag) = tag {
+                message.set_tags(tag);
+            }
+            let queue = i32::try_from(i).unwrap_or(0) % self.queues;
+            let header = send_header(&self.name, queue, 0, message.encoded_properties());
+            let request =
+                Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(body.clone());
+            let response = client
+                .call(request, TIMEOUT)
+                .unwrap_or_else(|e| panic!("send {body}: {e}"));
+            assert_eq!(
+                response.response_code(),
+                ResponseCode::SUCCESS,
+                "send {body}: {response:?}"
+            );
+            bodies.insert(body);
+        }
+        bodies
+    }
+}
+
+/// The queue ids of one topic a consumer owns, kept up to date from its events.
+#[derive(Clone, Default)]
+pub(crate) struct Owned(Arc<Mutex<BTreeSet<i32>>>);
+
+impl Owned {
+    /// The queue ids owned now.
+    pub(crate) fn get(&self) -> BTreeSet<i32> {
+        self.0.lock().map(|q| q.clone()).unwrap_or_default()
+    }
+}
+
+/// A started push consumer and the bodies its handler received, in delivery order.
+pub(crate) struct Consuming {
+    /// The running consumer.
+    pub(crate) running: RunningConsumer,
+    /// The queues of the subscribed topic it owns.
+    pub(crate) owned: Owned,
+    bodies: UnboundedReceiver<String>,
+}
+
+/// Starts a push consumer of `group` on runtime `R`, subscribed to `topic` with `expression`,
+/// whose handler forwards every body and acknowledges it.
+pub(crate) fn start<R: Runtime>(
+    topic: &Topic,
+    group: &str,
+    expression: &str,
+    from: ConsumeFrom,
+) -> Consuming {
+    let (tx, bodies) = futures_channel::mpsc::unbounded::<String>();
+    let owned = Owned::default();
+    let observed = owned.clone();
+    let name = topic.name.clone();
+    let running = driver::PushConsumer::<R>::builder(group)
+        .name_server(topic.namesrv.clone())
+        .subscribe(topic.name.clone(), expression)
+        .consume_from(from)
+        .build()
+        .expect("the consumer's configuration is valid")
+        .on_event(move |event| {
+            let Ok(mut owned) = observed.0.lock() else {
+                return;
+            };
+            match event {
+                Event::Assigned(queues) => owned.extend(
+                    queues
+                        .iter()
+                        .filter(|q| q.topic() == name)
+                        .map(MessageQueue::queue_id),
+                ),
+                Event::Revoked(queues) => {
+                    for queue in queues.iter().filter(|q| q.topic() == name) {
+                        owned.remove(&queue.queue_id());
+                    }
+                }
+                _ => {}
+            }
+        })
+        .start_concurrently(move |messages: Vec<Message>| {
+            let tx = tx.clone();
+            async move {
+                for message in messages {
+                    let _ = tx.unbounded_send(String::from_utf8_lossy(message.body()).into_owned());
+                }
+                ConsumeOutcome::Success
+            }
+        });
+    Consuming {
+        running,
+        owned,
+        bodies,
+    }
+}
+
+impl Consuming {
+    /// Collects deliveries until every body of `expected` arrived, panicking after [`WAIT`]
+    /// with the missing ones. Returns every delivery (unexpected ones included).
+    pub(crate) async fn until<R: Runtime>(&mut self, expected: &BTreeSet<String>) -> Vec<String> {
+        let runtime = R::default();
+        let mut deadline = runtime.sleep_until(runtime.now() + WAIT);
+        let mut deliveries = Vec::new();
+        let mut seen = BTreeSet::new();
+        while !expected.is_subset(&seen) {
+            match future::select(self.bodies.next(), deadline.as_mut()).await {
+                Either::Left((Some(body), _)) => {
+                    seen.insert(body.clone());
+                    deliveries.push(body);
+                }
+                Either::Left((None, _)) => panic!("the handler was dropped while consuming"),
+                Either::Right(((), _)) => panic!(
+                    "{} of {} expected messages arrived within {WAIT:?}; missing: {:?}; \
+                     unexpected: {:?}",
+                    expected.intersection(&seen).count(),
+                    expected.len(),
+                    expected.difference(&seen).collect::<Vec<_>>(),
+                    seen.difference(expected).collect::<Vec<_>>(),
+                ),
+            }
+        }
+        deliveries
+    }
+
+    /// Collects the deliveries that arrive within `window`.
+    pub(crate) async fn during<R: Runtime>(&mut self, window: Duration) -> Vec<String> {
+        let runtime = R::default();
+        let mut deadline = runtime.sleep_until(runtime.now() + window);
+        let mut deliveries = Vec::new();
+        loop {
+            match future::select(self.bodies.next(), deadline.as_mut()).await {
+                Either::Left((Some(body), _)) => deliveries.push(body),
+                Either::Left((None, _)) | Either::Right(((), _)) => return deliveries,
+            }
+        }
+    }
+
+    /// Collects until every body of `expected` arrived, then for [`QUIET`] more, and asserts
+    /// that exactly `expected` arrived, each once.
+    pub(crate) async fn exactly<R: Runtime>(&mut self, expected: &BTreeSet<String>, what: &str) {
+        let mut deliveries = self.until::<R>(expected).await;
+        deliveries.extend(self.during::<R>(QUIET).await);
+        assert_exactly_once(&deliveries, expected, what);
+    }
+
+    /// Waits until the consumer owns exactly the queue ids `queues`, panicking after [`WAIT`].
+    pub(crate) async fn owns<R: Runtime>(&self, queues: &BTreeSet<i32>) {
+        wait_for::<R>(&format!("the consumer owns queues {queues:?}"), || {
+            self.owned.get() == *queues
+        })
+        .await;
+    }
+
+    /// Shuts the consumer down and returns its report, checking that every commit was
+    /// confirmed.
+    pub(crate) async fn shutdown(self) -> ShutdownReport {
+        let report = self
+            .running
+            .shutdown()
+            .await
+            .expect("the consumer shuts down and reports");
+        assert!(
+            report.uncommitted.is_empty(),
+            "queues left uncommitted: {report:?}"
+        );
+        report
+    }
+}
+
+/// Polls `condition` every 100 ms until it holds, panicking with `what` after [`WAIT`].
+pub(crate) async fn wait_for<R: Runtime>(what: &str, mut condition: impl FnMut() -> bool) {
+    let runtime = R::default();
+    let deadline = runtime.now() + WAIT;
+    while !condition() {
+        assert!(runtime.now() < deadline, "timed out after {WAIT:?}: {what}");
+        sleep::<R>(Duration::from_millis(100)).await;
+    }
+}
+
+/// Sleeps on runtime `R`.
+pub(crate) async fn sleep<R: Runtime>(duration: Duration) {
+    let runtime = R::default();
+    runtime.sleep_until(runtime.now() + duration).await;
+}
+
+/// Asserts that `deliveries` hold exactly the bodies of `expected`, each once, naming the
+/// missing, unexpected and duplicated bodies otherwise.
+pub(crate) fn assert_exactly_once(deliveries: &[String], expected: &BTreeSet<String>, what: &str) {
+    let mut counts = BTreeMap::<&str, usize>::new();
+    for body in deliveries {
+        *counts.entry(body).or_default() += 1;
+    }
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|b| !counts.contains_key(b.as_str()))
+        .collect();
+    let unexpected: Vec<_> = counts
+        .keys()
+        .filter(|b| !expected.contains(**b))
+        .collect();
+    let duplicated: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        missing.is_empty() && unexpected.is_empty() && duplicated.is_empty(),
+        "{what}: {} deliveries of {} expected bodies; missing: {missing:?}; unexpected: \
+         {unexpected:?}; duplicated (body, times): {duplicated:?}",
+        deliveries.len(),
+        expected.len(),
+    );
+}
