@@ -184,25 +184,7 @@ impl World {
 
     /// Runs until `deadline`, checking invariants after every step.
     pub fn run_until(&mut self, deadline: Instant) {
-        loop {
-            self.drain();
-            self.check_invariants();
-            let next = [
-                self.queue.keys().next().map(|(at, _)| *at),
-                self.cluster.poll_timeout(),
-            ]
-            .into_iter()
-            .chain(self.nodes.iter().map(|n| n.consumer.poll_timeout()))
-            .flatten()
-            .min();
-            let Some(next) = next else { break };
-            if next > deadline {
-                break;
-            }
-            self.now = self.now.max(next);
-            self.step();
-        }
-        self.now = self.now.max(deadline);
+        self.run_until_with(deadline, |_| {});
     }
 
     /// Runs the configured scenario: the active phase, then a quiet phase long enough for

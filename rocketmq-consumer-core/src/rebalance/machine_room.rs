@@ -219,23 +219,7 @@ mod tests {
         assert!(allocate(&strategy, "b", &qs, &cids).is_empty());
     }
 
-    /// Room = text before the first '-' of the broker name or client id.
-    struct BeforeDash;
-
-    impl MachineRoomResolver for BeforeDash {
-        fn broker_room(&self, queue: &MessageQueue) -> String {
-            queue
-                .broker_name()
-                .split('-')
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        }
-
-        fn consumer_room(&self, client_id: &str) -> String {
-            client_id.split('-').next().unwrap_or_default().to_owned()
-        }
-    }
+    use crate::rebalance::test_support::BeforeDash;
 
     // Rooms: queues in hz (hz-b #0..3), sh (sh-b #0..1), gz (gz-b #0..2); consumers hz-1, hz-2,
     // sh-1. gz has no consumer, so its 3 queues are shared by all 3 consumers (sorted:

@@ -149,11 +149,14 @@ pub trait MachineRoomResolver: Send + Sync {
     fn consumer_room(&self, client_id: &str) -> String;
 }
 
+/// Resolvers shared by the unit tests of the strategies.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use super::MachineRoomResolver;
+    use crate::MessageQueue;
 
-    struct BeforeDash;
+    /// Room = text before the first '-' of the broker name or client id.
+    pub(crate) struct BeforeDash;
 
     impl MachineRoomResolver for BeforeDash {
         fn broker_room(&self, queue: &MessageQueue) -> String {
@@ -169,6 +172,13 @@ mod tests {
             client_id.split('-').next().unwrap_or_default().to_owned()
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use test_support::BeforeDash;
 
     #[test]
     fn names_match_java_get_name() {
