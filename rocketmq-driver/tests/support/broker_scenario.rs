@@ -251,10 +251,7 @@ pub(crate) fn assert_exactly_once(deliveries: &[String], expected: &BTreeSet<Str
         .iter()
         .filter(|b| !counts.contains_key(b.as_str()))
         .collect();
-    let unexpected: Vec<_> = counts
-        .keys()
-        .filter(|b| !expected.contains(**b))
-        .collect();
+    let unexpected: Vec<_> = counts.keys().filter(|b| !expected.contains(**b)).collect();
     let duplicated: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
     assert!(
         missing.is_empty() && unexpected.is_empty() && duplicated.is_empty(),

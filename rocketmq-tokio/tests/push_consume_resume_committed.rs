@@ -1,0 +1,17 @@
+//! Restart resumes from committed offsets on tokio against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`); the
+//! scenario is `rocketmq-driver/tests/support/resume_committed.rs`.
+
+#[path = "../../rocketmq-driver/tests/support/resume_committed.rs"]
+mod resume_committed;
+
+#[test]
+fn tokio_restart_resumes_from_committed_offsets() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(resume_committed::restart_resumes_from_committed_offsets::<
+            rocketmq_tokio::TokioRuntime,
+        >("tokio-resume_committed"));
+}
