@@ -107,3 +107,96 @@ pub fn create_topic(namesrv: &str, topic: &str, queues: i32) -> Result<TopicRout
         }
     }
 }
+
+/// One queue's offsets for a group, as `rmq offsets` prints them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct QueueOffsets {
+    /// The broker group.
+    pub broker_name: String,
+    /// The queue.
+    pub queue_id: i32,
+    /// The smallest offset still stored.
+    pub min_offset: i64,
+    /// The next offset to be written.
+    pub max_offset: i64,
+    /// The group's committed offset; `None` when the group never committed one.
+    pub committed_offset: Option<i64>,
+    /// `max_offset` minus the committed offset (or minus `min_offset` when none).
+    pub lag: i64,
+}
+
+/// The broker offset range, the group's committed offset and the lag of every queue of `topic`.
+pub fn offsets(namesrv: &str, group: &str, topic: &str) -> Result<Vec<QueueOffsets>, AdminError> {
+    use proto::headers::{
+        GetMaxOffsetRequest, GetMaxOffsetResponse, GetMinOffsetRequest, GetMinOffsetResponse,
+        QueryConsumerOffsetRequest, QueryConsumerOffsetResponse,
+    };
+    let route = route(namesrv, topic)?;
+    let mut clients: std::collections::BTreeMap<String, BlockingClient> = Default::default();
+    let mut out = Vec::new();
+    for queue in route.subscribe_queues(topic) {
+        let addr = route
+            .master_addr(queue.broker_name())
+            .ok_or_else(|| AdminError::Body(format!("no master for {}", queue.broker_name())))?
+            .to_owned();
+        let client = match clients.entry(addr.clone()) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(BlockingClient::connect(&addr, TIMEOUT)?)
+            }
+        };
+        let (topic, queue_id) = (queue.topic().to_owned(), queue.queue_id());
+        let min: GetMinOffsetResponse = header_of(expect_success(client.call(
+            Command::request(
+                RequestCode::GET_MIN_OFFSET,
+                &GetMinOffsetRequest {
+                    topic: topic.clone(),
+                    queue_id,
+                },
+            ),
+            TIMEOUT,
+        )?)?)?;
+        let max: GetMaxOffsetResponse = header_of(expect_success(client.call(
+            Command::request(
+                RequestCode::GET_MAX_OFFSET,
+                &GetMaxOffsetRequest {
+                    topic: topic.clone(),
+                    queue_id,
+                    committed: Some(true),
+                },
+            ),
+            TIMEOUT,
+        )?)?)?;
+        let query = QueryConsumerOffsetRequest {
+            consumer_group: group.to_owned(),
+            topic,
+            queue_id,
+            set_zero_if_not_found: Some(false),
+        };
+        let response = client.call(
+            Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &query),
+            TIMEOUT,
+        )?;
+        let committed_offset = if response.response_code() == ResponseCode::QUERY_NOT_FOUND {
+            None
+        } else {
+            let committed: QueryConsumerOffsetResponse = header_of(expect_success(response)?)?;
+            Some(committed.offset)
+        };
+        out.push(QueueOffsets {
+            broker_name: queue.broker_name().to_owned(),
+            queue_id,
+            min_offset: min.offset,
+            max_offset: max.offset,
+            committed_offset,
+            lag: (max.offset - committed_offset.unwrap_or(min.offset)).max(0),
+        });
+    }
+    Ok(out)
+}
+
+fn header_of<H: proto::CommandHeader>(response: Command) -> Result<H, AdminError> {
+    response
+        .header()
+        .map_err(|e| AdminError::Body(e.to_string()))
+}

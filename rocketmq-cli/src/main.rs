@@ -88,6 +88,18 @@ enum Cmd {
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
     },
+    /// Per queue of a topic: the broker's offset range, the group's committed offset, the lag.
+    Offsets {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// Name server address; also NAMESRV_ADDR.
+        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+        namesrv: String,
+    },
     /// Topic administration.
     Topic {
         #[command(subcommand)]
@@ -267,6 +279,16 @@ fn run(command: Cmd) -> Result<(), String> {
             let route = admin::create_topic(&namesrv, &topic, queues).map_err(|e| e.to_string())?;
             let value = serde_json::to_value(&route).map_err(|e| e.to_string())?;
             writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+        }
+        Cmd::Offsets {
+            group,
+            topic,
+            namesrv,
+        } => {
+            for queue in admin::offsets(&namesrv, &group, &topic).map_err(|e| e.to_string())? {
+                let value = serde_json::to_value(&queue).map_err(|e| e.to_string())?;
+                writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+            }
         }
         Cmd::Route { topic, namesrv } => {
             let route = admin::route(&namesrv, &topic).map_err(|e| e.to_string())?;

@@ -42,6 +42,16 @@ fn produced_messages_are_consumed_once() {
     assert!(ok, "produce failed: {stderr}");
     assert!(stderr.contains("sent 30 messages"), "{stderr}");
 
+    let (ok, before, stderr) = rmq(&["offsets", "--group", &group, "--topic", &topic]);
+    assert!(ok, "offsets failed: {stderr}");
+    assert_eq!(before.len(), 2, "one line per queue: {before:?}");
+    assert!(
+        before.iter().all(|q| q["committed_offset"].is_null()),
+        "{before:?}"
+    );
+    let backlog: i64 = before.iter().map(|q| q["lag"].as_i64().expect("lag")).sum();
+    assert_eq!(backlog, 30, "{before:?}");
+
     let args = [
         "consume",
         "--group",
@@ -83,6 +93,12 @@ fn produced_messages_are_consumed_once() {
         "3",
     ]);
     assert!(ok, "second consume failed: {stderr}");
+    let (ok, after, stderr) = rmq(&["offsets", "--group", &group, "--topic", &topic]);
+    assert!(ok, "offsets failed: {stderr}");
+    for queue in &after {
+        assert_eq!(queue["committed_offset"], queue["max_offset"], "{after:?}");
+        assert_eq!(queue["lag"], 0, "{after:?}");
+    }
     assert!(
         again.is_empty(),
         "committed offsets were not honoured: {} redelivered",
