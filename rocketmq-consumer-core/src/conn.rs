@@ -25,8 +25,8 @@ struct Entry {
 pub(crate) enum Route {
     /// Write it on this open connection.
     Send(ConnId),
-    /// Queued until the connection opens.
-    Queued,
+    /// Queued until this connection opens.
+    Queued(ConnId),
     /// The address failed recently; fail the request now.
     Unavailable,
 }
@@ -54,7 +54,7 @@ impl Connections {
                 State::Connected => (Route::Send(entry.id), Some(command)),
                 State::Connecting(queue) => {
                     queue.push(command);
-                    (Route::Queued, None)
+                    (Route::Queued(entry.id), None)
                 }
             };
         }
@@ -72,7 +72,7 @@ impl Connections {
         );
         self.by_id.insert(id, addr.to_owned());
         self.to_open.push_back((id, addr.to_owned()));
-        (Route::Queued, None)
+        (Route::Queued(id), None)
     }
 
     /// The connection opened: returns the commands queued for it.
@@ -104,11 +104,6 @@ impl Connections {
             State::Connected => Vec::new(),
         };
         Some((addr, unsent))
-    }
-
-    /// The address of a connection.
-    pub(crate) fn addr(&self, id: ConnId) -> Option<&str> {
-        self.by_id.get(&id).map(String::as_str)
     }
 
     /// Every open or opening connection.

@@ -498,7 +498,6 @@ impl Consumer {
                     self.request_failed(now, pending, FailureReason::Timeout);
                 }
             }
-            Timer::Reconnect => {}
             Timer::Redeliver => {
                 for (key, state) in &mut self.queues {
                     if let Some(at) = state.pq.release_due(now) {
@@ -539,10 +538,7 @@ impl Consumer {
                 }
                 conn
             }
-            Route::Queued => match self.conns_id(addr) {
-                Some(conn) => conn,
-                None => return,
-            },
+            Route::Queued(conn) => conn,
             Route::Unavailable => {
                 let pending = Pending {
                     conn: ConnId(0),
@@ -575,13 +571,6 @@ impl Consumer {
         if let (Route::Send(conn), Some(command)) = self.conns.route(now, addr, command) {
             self.outputs.push_back(Output::Send { conn, command });
         }
-    }
-
-    fn conns_id(&self, addr: &str) -> Option<ConnId> {
-        self.conns
-            .ids()
-            .into_iter()
-            .find(|id| self.conns.addr(*id) == Some(addr))
     }
 
     fn request_failed(&mut self, now: Instant, pending: Pending, reason: FailureReason) {
@@ -1373,17 +1362,19 @@ impl Consumer {
         let Some(addr) = self.master_addr(mq.broker_name()) else {
             return;
         };
+        let command = self.commit_command(mq, offset);
+        self.oneway(now, &addr, command);
+    }
+
+    /// `UPDATE_CONSUMER_OFFSET` storing `offset` for the group on `mq`.
+    fn commit_command(&self, mq: &MessageQueue, offset: i64) -> Command {
         let header = UpdateConsumerOffsetRequest {
             consumer_group: self.config.group.clone(),
             topic: mq.topic().to_owned(),
             queue_id: mq.queue_id(),
             commit_offset: offset,
         };
-        self.oneway(
-            now,
-            &addr,
-            Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &header),
-        );
+        Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &header)
     }
 
     // ----- shutdown -----
@@ -1406,18 +1397,8 @@ impl Consumer {
                 self.report.uncommitted.push(mq);
                 continue;
             };
-            let header = UpdateConsumerOffsetRequest {
-                consumer_group: self.config.group.clone(),
-                topic: mq.topic().to_owned(),
-                queue_id: mq.queue_id(),
-                commit_offset: offset,
-            };
-            self.request(
-                now,
-                &addr,
-                Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &header),
-                PendingKind::FinalCommit(mq, offset),
-            );
+            let command = self.commit_command(&mq, offset);
+            self.request(now, &addr, command, PendingKind::FinalCommit(mq, offset));
         }
         let addrs: BTreeSet<String> = self
             .brokers

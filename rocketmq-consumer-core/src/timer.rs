@@ -21,8 +21,6 @@ pub enum Timer {
     RevokeDeadline(u64, u64),
     /// A request's response deadline: `(connection, opaque)`.
     Request(u64, i32),
-    /// Reconnecting to an address is allowed again.
-    Reconnect,
     /// Redeliver messages whose reconsume delay has passed.
     Redeliver,
     /// Shutdown stops waiting for in-flight deliveries.

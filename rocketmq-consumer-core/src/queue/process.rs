@@ -168,18 +168,6 @@ impl ProcessQueue {
         next
     }
 
-    /// Returns in-flight messages to ready (their delivery was abandoned).
-    pub fn requeue_in_flight(&mut self) {
-        for (i, entry) in self.entries.iter_mut().enumerate() {
-            if entry.state == State::InFlight {
-                entry.state = State::Ready;
-                self.in_flight -= 1;
-                self.ready += 1;
-                self.ready_from = self.ready_from.min(i);
-            }
-        }
-    }
-
     /// The offset to commit: nothing below it is unacknowledged.
     pub fn committable(&self) -> i64 {
         // Acknowledged entries leave from the front, so the front is unacknowledged.
