@@ -26,6 +26,27 @@ pub enum MessageModel {
     /// Each message goes to one member of the group (offsets kept by the broker).
     #[default]
     Clustering,
+    /// Every member gets every message; each keeps its own offsets, which the consumer hands
+    /// to the driver to store ([`crate::Output::StoreOffsets`]) and takes back at start
+    /// ([`crate::Consumer::load_offsets`]).
+    Broadcasting,
+}
+
+/// How messages reach the application.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConsumeMode {
+    /// Deliveries of any queue run side by side (`MessageListenerConcurrently`); failed
+    /// messages go back to the broker for a delayed retry.
+    #[default]
+    Concurrent,
+    /// One delivery per queue at a time, in offset order, only while this consumer holds the
+    /// queue's broker lock (`MessageListenerOrderly`).
+    Orderly,
+    /// Nothing is delivered: the application takes messages with
+    /// [`crate::Consumer::poll_messages`] (Java's lite pull consumer). A message counts as
+    /// consumed once taken.
+    Poll,
 }
 
 /// A consumer's configuration. Build it with [`ConsumerConfig::new`] and adjust the public
@@ -37,8 +58,10 @@ pub struct ConsumerConfig {
     pub group: String,
     /// Name server addresses (`host:port`); tried in turn when one fails.
     pub name_servers: Vec<String>,
-    /// Clustering (broadcasting arrives with part 2).
+    /// Clustering or broadcasting.
     pub message_model: MessageModel,
+    /// Concurrent, orderly, or poll (lite pull).
+    pub consume_mode: ConsumeMode,
     /// Where queues without a committed offset start.
     pub consume_from: ConsumeFrom,
     /// How queues are shared among the group's members.
@@ -79,8 +102,31 @@ pub struct ConsumerConfig {
     pub consume_batch_size: usize,
     /// Deliveries in flight at once across the consumer (Java's 20 consume threads).
     pub max_in_flight_deliveries: usize,
-    /// Delay before a message the handler asked to reconsume is delivered again locally.
+    /// Delay before a failed message is delivered again locally: in broadcasting (where
+    /// nothing is sent back), and never sooner than this when sending back failed.
     pub reconsume_delay: Duration,
+    /// Deliveries of a failed message before it goes to the group's dead-letter queue
+    /// (`maxReconsumeTimes`). `None` is Java's default: 16 concurrent, unlimited orderly.
+    pub max_reconsume_times: Option<i32>,
+    /// Orderly: how long a queue pauses after its handler asked to retry
+    /// (`suspendCurrentQueueTimeMillis`, 1 s; clamped to 10 ms ..= 30 s as Java does).
+    pub suspend_delay: Duration,
+    /// Concurrent clustering: a delivery still running this long after it was handed out has
+    /// its messages sent back for a retry and its completion ignored (`consumeTimeout`, 15 min).
+    pub consume_timeout: Duration,
+    /// Delay before a failed message is delivered again locally when neither
+    /// `CONSUMER_SEND_MSG_BACK` nor the fallback send to the retry topic worked (Java: 5 s).
+    pub send_back_retry_delay: Duration,
+    /// Orderly: how often every owned queue's lock is renewed (`REBALANCE_LOCK_INTERVAL`, 20 s).
+    pub lock_interval: Duration,
+    /// Orderly: how long a granted lock counts as held, from when the lock request was sent
+    /// (`REBALANCE_LOCK_MAX_LIVE_TIME`, 30 s; the broker keeps it 60 s).
+    pub lock_lease: Duration,
+    /// Orderly: delay before asking again for a lock the broker refused (Java: 3 s).
+    pub lock_retry: Duration,
+    /// Poll mode: consumed positions are committed every `persist_interval` without the
+    /// application calling `commit` (`autoCommit`, on).
+    pub auto_commit: bool,
     /// Rebalance period (20 s).
     pub rebalance_interval: Duration,
     /// Retry delay when a rebalance could not complete (Java's `minInterval`, 1 s).
@@ -110,6 +156,7 @@ impl ConsumerConfig {
             group: group.into(),
             name_servers,
             message_model: MessageModel::Clustering,
+            consume_mode: ConsumeMode::Concurrent,
             consume_from: ConsumeFrom::LastOffset,
             strategy: Strategy::Averagely,
             pull_batch_size: 32,
@@ -130,6 +177,14 @@ impl ConsumerConfig {
             consume_batch_size: 1,
             max_in_flight_deliveries: 20,
             reconsume_delay: Duration::from_secs(1),
+            max_reconsume_times: None,
+            suspend_delay: Duration::from_secs(1),
+            consume_timeout: Duration::from_secs(15 * 60),
+            send_back_retry_delay: Duration::from_secs(5),
+            lock_interval: Duration::from_secs(20),
+            lock_lease: Duration::from_secs(30),
+            lock_retry: Duration::from_secs(3),
+            auto_commit: true,
             rebalance_interval: Duration::from_secs(20),
             rebalance_retry: Duration::from_secs(1),
             heartbeat_interval: Duration::from_secs(30),
@@ -165,7 +220,27 @@ impl ConsumerConfig {
         if self.max_cached_messages_per_queue == 0 || self.max_cached_messages_total == 0 {
             return fail("cache limits must be at least 1 message");
         }
+        if self.lock_lease.is_zero() || self.lock_interval >= self.lock_lease {
+            return fail("lock_interval must be shorter than lock_lease, or leases lapse");
+        }
+        if self.max_reconsume_times.is_some_and(|n| n < 0) {
+            return fail("max_reconsume_times cannot be negative");
+        }
         Ok(())
+    }
+
+    /// Deliveries before the dead-letter queue, with Java's defaults filled in.
+    pub fn effective_max_reconsume_times(&self) -> i32 {
+        match (self.max_reconsume_times, self.consume_mode) {
+            (Some(n), _) => n,
+            (None, ConsumeMode::Orderly) => i32::MAX,
+            (None, _) => 16,
+        }
+    }
+
+    /// The orderly suspend time, clamped as Java clamps it.
+    pub fn clamped_suspend(&self, asked: Duration) -> Duration {
+        asked.clamp(Duration::from_millis(10), Duration::from_secs(30))
     }
 }
 

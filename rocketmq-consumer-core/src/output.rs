@@ -34,8 +34,43 @@ pub struct Delivery {
 pub enum ConsumeOutcome {
     /// Every message was consumed.
     Success,
-    /// Deliver the messages again later.
+    /// None was consumed: retry them all later. Concurrent clustering sends them back to the
+    /// broker (the broker picks the delay, 10 s after the first failure, growing); orderly
+    /// suspends the queue for `suspend_delay` and delivers the same batch again.
     ReconsumeLater,
+    /// The first `consumed` messages were consumed, the rest are retried (Java's `ackIndex` is
+    /// `consumed - 1`). `delay_level` picks the broker's retry delay for concurrent clustering:
+    /// 0 lets the broker choose, a positive level is that delay, a negative one sends the
+    /// messages straight to the dead-letter queue. Orderly ignores the level and suspends.
+    Retry {
+        /// How many leading messages of the delivery were consumed.
+        consumed: usize,
+        /// The broker's delay level for the retry.
+        delay_level: i32,
+    },
+    /// Orderly: retry the whole batch after this pause (clamped to 10 ms ..= 30 s), in the
+    /// same order. Concurrent consumers treat it as [`ConsumeOutcome::ReconsumeLater`].
+    Suspend(std::time::Duration),
+}
+
+impl ConsumeOutcome {
+    /// How many leading messages of a delivery of `len` this outcome consumed.
+    pub(crate) fn consumed(self, len: usize) -> usize {
+        match self {
+            Self::Success => len,
+            Self::Retry { consumed, .. } => consumed.min(len),
+            Self::ReconsumeLater | Self::Suspend(_) => 0,
+        }
+    }
+}
+
+/// Messages taken from one queue with `Consumer::poll_messages` (poll mode).
+#[derive(Clone, Debug)]
+pub struct Polled {
+    /// The queue they came from.
+    pub queue: MessageQueue,
+    /// The messages, in queue order.
+    pub messages: Vec<Message>,
 }
 
 /// Work for the driver. Drain with `poll_output` after every input.
@@ -65,6 +100,10 @@ pub enum Output {
     },
     /// Run the user's handler.
     Deliver(Delivery),
+    /// Broadcasting: store this offset table (every queue the consumer has consumed, with the
+    /// next offset to consume), replacing the previous one atomically, and hand it back to
+    /// `Consumer::load_offsets` at the next start.
+    StoreOffsets(Vec<(MessageQueue, i64)>),
     /// Something the user may want to know.
     Event(Event),
 }
@@ -102,6 +141,47 @@ pub enum Event {
         /// The decoder's error.
         error: String,
     },
+    /// Orderly: the broker granted this consumer the queues' locks; they may be consumed.
+    LeaseAcquired(Vec<MessageQueue>),
+    /// Orderly: the queues' locks were refused, lapsed, or may have been lost with the
+    /// broker connection; their deliveries stop, and completions arriving now are dropped.
+    LeaseLost(Vec<MessageQueue>),
+    /// A broker asked the consumer to move the queue's offset (`RESET_CONSUMER_CLIENT_OFFSET`),
+    /// or the application sought; in-flight results for the queue are dropped.
+    OffsetReset {
+        /// The queue.
+        queue: MessageQueue,
+        /// The new next offset.
+        offset: i64,
+    },
+    /// A failed message could not be sent back to the broker, nor to the retry topic; it will
+    /// be delivered again locally.
+    SendBackFailed {
+        /// The queue.
+        queue: MessageQueue,
+        /// The message's queue offset.
+        offset: i64,
+    },
+    /// Orderly: a message failed `max_reconsume_times` times and was sent on to the
+    /// dead-letter queue; the queue moves past it. Broadcasting: a message failed that often
+    /// and is dropped (nothing is sent back in broadcasting, as in Java).
+    GaveUp {
+        /// The queue.
+        queue: MessageQueue,
+        /// The message's queue offset.
+        offset: i64,
+    },
+    /// Offsets the brokers confirmed after `Consumer::commit`.
+    Committed(Vec<(MessageQueue, i64)>),
+    /// The answer to `Consumer::offset_for_timestamp` number `request`.
+    OffsetForTimestamp {
+        /// The number `offset_for_timestamp` returned.
+        request: u64,
+        /// The queue.
+        queue: MessageQueue,
+        /// The first offset stored at or after the time, or why there is none.
+        offset: Result<i64, FailureReason>,
+    },
     /// Shutdown finished; nothing more will be output.
     Closed(ShutdownReport),
 }
@@ -127,7 +207,8 @@ pub struct ShutdownReport {
     pub drained: usize,
     /// Deliveries still running when the wait ended; their messages will be delivered again.
     pub abandoned: usize,
-    /// Queues whose offsets the brokers confirmed, with the offsets.
+    /// Queues whose offsets the brokers confirmed, with the offsets (broadcasting: the
+    /// offsets handed over in the final [`Output::StoreOffsets`]).
     pub committed: Vec<(MessageQueue, i64)>,
     /// Queues whose final commit got no confirmation.
     pub uncommitted: Vec<MessageQueue>,

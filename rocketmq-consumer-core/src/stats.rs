@@ -1,6 +1,6 @@
 //! A snapshot of the consumer's state and counters.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proto::MessageQueue;
 
@@ -28,6 +28,11 @@ pub struct ConsumerStats {
     pub unknown_responses: u64,
     /// Pulls held back by flow control.
     pub flow_control_pauses: u64,
+    /// Deliveries that overran `consume_timeout`; their messages were sent back.
+    pub expired_deliveries: u64,
+    /// Failed messages the broker took back for a retry (or, orderly, for the dead-letter
+    /// queue).
+    pub sent_back: u64,
 }
 
 /// One queue's state.
@@ -50,4 +55,6 @@ pub struct QueueStats {
     pub max_offset: i64,
     /// `max_offset` minus the committable offset.
     pub lag: i64,
+    /// Orderly: until when the broker lock counts as held.
+    pub lease_until: Option<Instant>,
 }

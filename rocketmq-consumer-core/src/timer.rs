@@ -23,6 +23,14 @@ pub enum Timer {
     Request(u64, i32),
     /// Redeliver messages whose reconsume delay has passed.
     Redeliver,
+    /// Orderly: renew every owned queue's lock.
+    LockRenew,
+    /// Orderly: ask again for a queue's lock: `(queue key, epoch)`.
+    Lock(u64, u64),
+    /// Orderly: a queue's lease may have lapsed: `(queue key, epoch)`.
+    LeaseExpiry(u64, u64),
+    /// Concurrent: send back the messages of deliveries that overran `consume_timeout`.
+    ConsumeTimeoutScan,
     /// Shutdown stops waiting for in-flight deliveries.
     ShutdownDrain,
     /// Shutdown stops waiting for commit and unregister answers.

@@ -22,6 +22,7 @@ pub struct ProcessQueue {
     ready: usize,
     in_flight: usize,
     waiting: usize,
+    sending: usize,
     /// Entries not acknowledged.
     live: usize,
     cached_bytes: u64,
@@ -41,6 +42,8 @@ struct Entry {
 enum State {
     Ready,
     InFlight,
+    /// Being sent back to the broker for a retry: not done until the broker stored it.
+    SendingBack,
     Waiting(Instant),
     Acked,
 }
@@ -54,6 +57,7 @@ impl ProcessQueue {
             ready: 0,
             in_flight: 0,
             waiting: 0,
+            sending: 0,
             live: 0,
             cached_bytes: 0,
             high_water: start_offset,
@@ -131,19 +135,71 @@ impl ProcessQueue {
         }
     }
 
-    /// Puts in-flight messages back to be delivered again at `at`; they stay cached, so the
-    /// committable offset cannot pass them.
+    /// Puts in-flight (or being-sent-back) messages back to be delivered again at `at`, with
+    /// their reconsume count raised by one as Java does; they stay cached, so the committable
+    /// offset cannot pass them.
     pub fn retry_at(&mut self, offsets: &[i64], at: Instant) {
         for &offset in offsets {
             let Some(entry) = self.find(offset) else {
                 continue;
             };
-            if entry.state == State::InFlight {
+            let state = entry.state;
+            if matches!(state, State::InFlight | State::SendingBack) {
                 entry.state = State::Waiting(at);
-                self.in_flight -= 1;
+                let times = entry.message.reconsume_times().saturating_add(1);
+                entry.message.set_reconsume_times(times);
+                self.leave(state);
                 self.waiting += 1;
             }
         }
+    }
+
+    /// Marks in-flight messages as being sent back and returns them; offsets no longer cached
+    /// or not in flight are skipped, so a message is never sent back twice.
+    pub fn mark_sending(&mut self, offsets: &[i64]) -> Vec<Message> {
+        let mut out = Vec::new();
+        for &offset in offsets {
+            let Some(entry) = self.find(offset) else {
+                continue;
+            };
+            if entry.state == State::InFlight {
+                entry.state = State::SendingBack;
+                out.push(entry.message.clone());
+                self.in_flight -= 1;
+                self.sending += 1;
+            }
+        }
+        out
+    }
+
+    /// Whether any message is handed out, being sent back or waiting for redelivery: an
+    /// orderly queue delivers nothing else until it is not.
+    pub fn is_busy(&self) -> bool {
+        self.in_flight + self.waiting + self.sending > 0
+    }
+
+    /// The cached message at `offset`.
+    pub fn get(&self, offset: i64) -> Option<&Message> {
+        let index = self
+            .entries
+            .binary_search_by_key(&offset, |e| e.offset)
+            .ok()?;
+        self.entries
+            .get(index)
+            .filter(|e| e.state != State::Acked)
+            .map(|e| &e.message)
+    }
+
+    /// The lowest and highest cached offsets.
+    pub fn offset_range(&self) -> Option<(i64, i64)> {
+        let first = self.entries.front()?.offset;
+        let last = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.state != State::Acked)?
+            .offset;
+        Some((first, last))
     }
 
     /// Moves messages whose redelivery time has come back to ready; returns the earliest
@@ -199,17 +255,7 @@ impl ProcessQueue {
 
     /// Highest minus lowest cached offset (Java's `getMaxSpan`).
     pub fn span(&self) -> i64 {
-        let first = self.entries.front().map(|e| e.offset);
-        let last = self
-            .entries
-            .iter()
-            .rev()
-            .find(|e| e.state != State::Acked)
-            .map(|e| e.offset);
-        match (first, last) {
-            (Some(first), Some(last)) => last - first,
-            _ => 0,
-        }
+        self.offset_range().map_or(0, |(first, last)| last - first)
     }
 
     /// Messages handed out and not yet completed.
@@ -235,6 +281,7 @@ impl ProcessQueue {
             State::Ready => self.ready -= 1,
             State::InFlight => self.in_flight -= 1,
             State::Waiting(_) => self.waiting -= 1,
+            State::SendingBack => self.sending -= 1,
             State::Acked => {}
         }
     }

@@ -186,6 +186,22 @@ impl Message {
         self.rebuild(&topic, &properties);
     }
 
+    /// Replaces the reconsume count, as Java's consumer does before redelivering a message
+    /// locally (`msg.setReconsumeTimes`), so the handler sees how often it was tried. Copies
+    /// the record header, topic and property string into a new buffer.
+    pub fn set_reconsume_times(&mut self, times: i32) {
+        let at = self.reconsume_times_at();
+        let topic = self.topic().as_bytes().to_vec();
+        let properties = self.raw_properties().to_vec();
+        let mut header = self.header().to_vec();
+        if let Some(field) = header.get_mut(at..at + 4) {
+            field.copy_from_slice(&times.to_be_bytes());
+        }
+        let mut record = Vec::with_capacity(header.len() + topic.len() + properties.len());
+        record.extend_from_slice(&header);
+        *self = Self::rebuilt(record, self.body.clone(), &topic, &properties);
+    }
+
     /// Removes property `name`, returning whether it was there. Rewrites the record when it
     /// was.
     pub fn remove_property(&mut self, name: &str) -> bool {

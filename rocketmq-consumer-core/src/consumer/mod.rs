@@ -1,23 +1,31 @@
-//! [`Consumer`]: the push consumer as a state machine. It wires routes, heartbeats, rebalance,
+//! [`Consumer`]: the consumer as a state machine. It wires routes, heartbeats, rebalance,
 //! pulls, the per-queue caches and offset commits together; each piece's rules live in its own
-//! module (`rebalance`, `queue`, `pull`), and this file only decides when they run.
+//! module (`rebalance`, `queue`, `pull`), and this file only decides when they run. The
+//! submodules hold the consumer's other duties: queue leases for orderly consumption
+//! (`lease`), sending failed messages back (`retry`), requests brokers send us
+//! (`broker_request`) and the poll-mode API (`poll`).
+
+mod broker_request;
+mod lease;
+mod poll;
+mod retry;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use proto::body::{
-    ConsumeFromWhere, ConsumerData, ConsumerListBody, HeartbeatData, SubscriptionData,
-    TopicRouteData,
+    ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody, HeartbeatData,
+    LockBatchResponseBody, SubscriptionData, TopicRouteData,
 };
 use proto::headers::{
     GetConsumerListByGroupRequest, GetMaxOffsetRequest, GetMaxOffsetResponse, GetRouteInfoRequest,
-    HeartbeatRequest, NotifyConsumerIdsChangedRequest, PullMessageRequest,
-    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, SearchOffsetRequest,
-    SearchOffsetResponse, UnregisterClientRequest, UpdateConsumerOffsetRequest, pull_sys_flag,
+    HeartbeatRequest, PullMessageRequest, QueryConsumerOffsetRequest, QueryConsumerOffsetResponse,
+    SearchOffsetRequest, SearchOffsetResponse, UnregisterClientRequest,
+    UpdateConsumerOffsetRequest, pull_sys_flag,
 };
 use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
-use crate::config::{ConfigError, ConsumeFrom, ConsumerConfig};
+use crate::config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageModel};
 use crate::conn::{Connections, Route};
 use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, ShutdownReport,
@@ -64,6 +72,20 @@ pub struct Consumer {
     last_dispatched: u64,
     rebalance_after_heartbeat: bool,
     outputs: VecDeque<Output>,
+    /// Broadcasting: the next offset to consume of every queue ever consumed, kept for queues
+    /// that are absent for a while; what `StoreOffsets` hands out.
+    local_offsets: BTreeMap<MessageQueue, i64>,
+    /// Local offsets changed since the last `StoreOffsets`.
+    local_dirty: bool,
+    /// Poll mode: queues the application assigned itself, by topic (no rebalance for these).
+    assigned: BTreeMap<String, BTreeSet<MessageQueue>>,
+    /// Poll mode: queues neither pulled nor polled until resumed.
+    paused: BTreeSet<MessageQueue>,
+    /// `CONSUME_MESSAGE_DIRECTLY` deliveries by sequence number: where to answer.
+    direct: BTreeMap<u64, (ConnId, i32)>,
+    next_request: u64,
+    /// Orderly shutdown: unlocks sent after the final commits were answered.
+    unlock_sent: bool,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,
@@ -95,9 +117,25 @@ enum PendingKind {
     QueryOffset(u64, u64),
     MaxOffset(u64, u64),
     SearchOffset(u64, u64),
-    Pull { key: u64, epoch: u64, offset: i64 },
+    Pull {
+        key: u64,
+        epoch: u64,
+        offset: i64,
+    },
     FinalCommit(MessageQueue, i64),
     Unregister,
+    /// Orderly: `LOCK_BATCH_MQ` for these `(key, epoch)` queues.
+    Lock(Vec<(u64, u64)>),
+    /// Orderly shutdown: `UNLOCK_BATCH_MQ`.
+    Unlock,
+    /// A failed message on its way back to the broker.
+    SendBack(Box<retry::SendBack>),
+    /// Poll mode: the queue's first or last offset, to seek to.
+    SeekBound(u64, u64),
+    /// Poll mode: `offset_for_timestamp` number `.0`.
+    Search(u64, MessageQueue),
+    /// Poll mode: a commit the application asked for.
+    Commit(MessageQueue, i64),
 }
 
 impl PendingKind {
@@ -110,8 +148,13 @@ impl PendingKind {
             Self::MaxOffset(..) => "GET_MAX_OFFSET",
             Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
             Self::Pull { .. } => "PULL_MESSAGE",
-            Self::FinalCommit(..) => "UPDATE_CONSUMER_OFFSET",
+            Self::FinalCommit(..) | Self::Commit(..) => "UPDATE_CONSUMER_OFFSET",
             Self::Unregister => "UNREGISTER_CLIENT",
+            Self::Lock(_) => "LOCK_BATCH_MQ",
+            Self::Unlock => "UNLOCK_BATCH_MQ",
+            Self::SendBack(back) => back.request_name(),
+            Self::SeekBound(..) => "GET_MIN_OFFSET/GET_MAX_OFFSET",
+            Self::Search(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
         }
     }
 }
@@ -127,10 +170,28 @@ struct QueueState {
     pull_broker_id: i64,
     max_offset: i64,
     persisted: Option<i64>,
+    /// Orderly: the broker lock counts as held until then.
+    lease: Option<Instant>,
+    /// Poll mode without auto-commit: the position the application last committed.
+    manual_commit: Option<i64>,
+}
+
+impl QueueState {
+    /// The offset a commit stores now: everything below it was consumed (or, with manual
+    /// commits in poll mode, what the application committed).
+    fn commit_point(&self) -> i64 {
+        self.manual_commit.unwrap_or_else(|| self.pq.committable())
+    }
+
+    fn lease_valid(&self, now: Instant) -> bool {
+        self.lease.is_some_and(|until| now < until)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// Orderly: waiting for the broker's lock before anything else.
+    Lock,
     /// The start offset must be asked for (when its timer fires).
     Resolve,
     /// A start-offset request is in flight.
@@ -161,6 +222,8 @@ struct Counters {
     delivered: u64,
     consume_time: Duration,
     flow_control_pauses: u64,
+    expired: u64,
+    sent_back: u64,
 }
 
 impl Consumer {
@@ -202,16 +265,37 @@ impl Consumer {
             last_dispatched: 0,
             rebalance_after_heartbeat: true,
             outputs: VecDeque::new(),
+            local_offsets: BTreeMap::new(),
+            local_dirty: false,
+            assigned: BTreeMap::new(),
+            paused: BTreeSet::new(),
+            direct: BTreeMap::new(),
+            next_request: 0,
+            unlock_sent: false,
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
             report: ShutdownReport::default(),
             config,
         };
-        // A CLUSTERING consumer always consumes its retry topic (`copySubscription`).
-        consumer.subscriptions.insert(
-            retry_topic.clone(),
-            SubscriptionData::new(&retry_topic, "*", unix_ms),
-        );
+        // A CLUSTERING push consumer always consumes its retry topic (`copySubscription`);
+        // broadcasting and poll mode send nothing back, so they have none.
+        if consumer.sends_back() {
+            consumer.subscriptions.insert(
+                retry_topic.clone(),
+                SubscriptionData::new(&retry_topic, "*", unix_ms),
+            );
+        }
+        if consumer.needs_lock() {
+            consumer
+                .timers
+                .set(now + consumer.config.lock_interval, Timer::LockRenew);
+        }
+        if consumer.sends_back() && consumer.config.consume_mode == ConsumeMode::Concurrent {
+            consumer.timers.set(
+                now + consumer.timeout_scan_period(),
+                Timer::ConsumeTimeoutScan,
+            );
+        }
         consumer.timers.set(now, Timer::RouteRefresh);
         consumer
             .timers
@@ -277,7 +361,8 @@ impl Consumer {
                 self.request_failed(now, pending, FailureReason::Disconnected);
             }
         }
-        let _ = addr;
+        // A broker that restarted forgot its locks, and this is all we see of a restart.
+        self.lose_leases_on(now, &addr);
         self.after_input(now);
     }
 
@@ -316,8 +401,9 @@ impl Consumer {
         self.after_input(now);
     }
 
-    /// The handler finished `delivery`. A completion for a queue that was revoked meanwhile is
-    /// dropped and counted (its messages will be delivered to the queue's new owner).
+    /// The handler finished `delivery`. A completion for a queue that was revoked meanwhile (or,
+    /// orderly, whose lease lapsed) is dropped and counted: its messages will be delivered to
+    /// the queue's next owner.
     pub fn complete(&mut self, now: Instant, delivery: DeliveryId, outcome: ConsumeOutcome) {
         let Some(flight) = self.in_flight.remove(&delivery.seq) else {
             self.counters.stale_completions += 1;
@@ -327,26 +413,10 @@ impl Consumer {
         if self.lifecycle == Lifecycle::Draining {
             self.report.drained += 1;
         }
-        let mut revoking = false;
-        match self.queues.get_mut(&flight.key) {
-            Some(state) if state.epoch == flight.epoch => {
-                let before = (state.pq.len(), state.pq.bytes());
-                match outcome {
-                    ConsumeOutcome::Success => state.pq.ack(&flight.offsets),
-                    ConsumeOutcome::ReconsumeLater => {
-                        let at = now + self.config.reconsume_delay;
-                        state.pq.retry_at(&flight.offsets, at);
-                        self.timers.set(at, Timer::Redeliver);
-                    }
-                }
-                self.cached_messages -= before.0 - state.pq.len();
-                self.cached_bytes -= before.1 - state.pq.bytes();
-                revoking = state.phase == Phase::Revoking;
-            }
-            _ => self.counters.stale_completions += 1,
-        }
-        if revoking {
-            self.maybe_finish_revoke(now, flight.key);
+        if let Some((conn, opaque)) = self.direct.remove(&delivery.seq) {
+            self.answer_direct(now, conn, opaque, &flight, outcome);
+        } else {
+            self.settle(now, flight, outcome);
         }
         if self.lifecycle == Lifecycle::Draining && self.in_flight.is_empty() {
             self.finish_drain(now);
@@ -430,10 +500,11 @@ impl Consumer {
                 cached_messages: s.pq.len(),
                 cached_bytes: s.pq.bytes(),
                 in_flight: s.pq.in_flight(),
-                committable_offset: s.pq.committable(),
+                committable_offset: s.commit_point(),
                 next_pull_offset: s.next_offset,
                 max_offset: s.max_offset,
-                lag: (s.max_offset - s.pq.committable()).max(0),
+                lag: (s.max_offset - s.commit_point()).max(0),
+                lease_until: s.lease,
             })
             .collect();
         let c = &self.counters;
@@ -454,6 +525,8 @@ impl Consumer {
             stale_responses: c.stale_responses,
             unknown_responses: c.unknown_responses,
             flow_control_pauses: c.flow_control_pauses,
+            expired_deliveries: c.expired,
+            sent_back: c.sent_back,
         }
     }
 
@@ -497,6 +570,32 @@ impl Consumer {
                 if expired && let Some(pending) = self.pending.remove(&opaque) {
                     self.request_failed(now, pending, FailureReason::Timeout);
                 }
+            }
+            Timer::LockRenew => {
+                self.renew_leases(now);
+                self.timers
+                    .reset(now + self.config.lock_interval, Timer::LockRenew);
+            }
+            Timer::Lock(key, epoch) => {
+                if self
+                    .queue_mut(key, epoch)
+                    .is_some_and(|s| s.phase == Phase::Lock)
+                {
+                    self.lock_queues(now, vec![key]);
+                }
+            }
+            Timer::LeaseExpiry(key, epoch) => {
+                let lapsed = self
+                    .queue_mut(key, epoch)
+                    .is_some_and(|s| s.phase != Phase::Lock && !s.lease_valid(now));
+                if lapsed {
+                    self.lose_lease(now, key, Duration::ZERO);
+                }
+            }
+            Timer::ConsumeTimeoutScan => {
+                self.expire_deliveries(now);
+                self.timers
+                    .reset(now + self.timeout_scan_period(), Timer::ConsumeTimeoutScan);
             }
             Timer::Redeliver => {
                 for (key, state) in &mut self.queues {
@@ -577,7 +676,7 @@ impl Consumer {
         self.outputs.push_back(Output::Event(Event::RequestFailed {
             addr: pending.addr.clone(),
             request: pending.kind.name(),
-            reason,
+            reason: reason.clone(),
         }));
         match pending.kind {
             PendingKind::Route(_) => {
@@ -616,9 +715,20 @@ impl Consumer {
             }
             PendingKind::FinalCommit(mq, _) => {
                 self.report.uncommitted.push(mq);
-                self.maybe_close();
+                self.maybe_close(now);
             }
-            PendingKind::Unregister => self.maybe_close(),
+            PendingKind::Unregister | PendingKind::Unlock => self.maybe_close(now),
+            PendingKind::Lock(queues) => self.on_lock_failed(now, &queues),
+            PendingKind::SendBack(back) => self.on_send_back_failed(now, *back),
+            PendingKind::SeekBound(..) | PendingKind::Commit(..) => {}
+            PendingKind::Search(request, queue) => {
+                self.outputs
+                    .push_back(Output::Event(Event::OffsetForTimestamp {
+                        request,
+                        queue,
+                        offset: Err(reason),
+                    }));
+            }
         }
     }
 
@@ -691,34 +801,70 @@ impl Consumer {
                 } else {
                     self.report.uncommitted.push(mq);
                 }
-                self.maybe_close();
+                self.maybe_close(now);
             }
-            PendingKind::Unregister => self.maybe_close(),
-        }
-    }
-
-    fn handle_request(&mut self, now: Instant, conn: ConnId, request: Command) {
-        if request.request_code() == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED {
-            // Java wakes the rebalance service at once (`ClientRemotingProcessor`).
-            let ours = request
-                .header::<NotifyConsumerIdsChangedRequest>()
-                .is_ok_and(|h| h.consumer_group == self.config.group);
-            if ours && self.lifecycle == Lifecycle::Running {
-                self.rebalance(now);
+            PendingKind::Unregister | PendingKind::Unlock => self.maybe_close(now),
+            PendingKind::Lock(queues) => {
+                match (code, LockBatchResponseBody::decode(&response.body)) {
+                    (ResponseCode::SUCCESS, Ok(body)) => {
+                        self.on_lock(now, pending.sent, &queues, &body.lock_ok_mq_set)
+                    }
+                    (ResponseCode::SUCCESS, Err(e)) => {
+                        self.request_failed(now, pending, FailureReason::Malformed(e.to_string()))
+                    }
+                    _ => {
+                        let reason = refused(&response);
+                        self.request_failed(now, pending, reason);
+                    }
+                }
             }
-            return;
-        }
-        if !request.is_oneway() {
-            let answer =
-                Command::response(ResponseCode::REQUEST_CODE_NOT_SUPPORTED, request.opaque)
-                    .with_remark(format!(
-                        "request code {} not supported by this consumer",
-                        request.code
-                    ));
-            self.outputs.push_back(Output::Send {
-                conn,
-                command: answer,
-            });
+            PendingKind::SendBack(back) => {
+                if code == ResponseCode::SUCCESS {
+                    self.on_sent_back(now, *back);
+                } else {
+                    let reason = refused(&response);
+                    self.request_failed(now, pending, reason);
+                }
+            }
+            PendingKind::SeekBound(key, epoch) => {
+                // Both answers carry the one field `offset`.
+                let offset = (code == ResponseCode::SUCCESS)
+                    .then(|| response.header::<GetMaxOffsetResponse>().ok())
+                    .flatten()
+                    .map(|h| h.offset);
+                match offset {
+                    Some(offset) if offset >= 0 => {
+                        if let Some(mq) = self.queue_mut(key, epoch).map(|s| s.mq.clone()) {
+                            self.reset_queue(now, &mq, offset);
+                        }
+                    }
+                    _ => {
+                        let reason = refused(&response);
+                        self.request_failed(now, pending, reason);
+                    }
+                }
+            }
+            PendingKind::Search(request, queue) => {
+                let offset = match response.header::<SearchOffsetResponse>() {
+                    Ok(h) if code == ResponseCode::SUCCESS => Ok(h.offset),
+                    _ => Err(refused(&response)),
+                };
+                self.outputs
+                    .push_back(Output::Event(Event::OffsetForTimestamp {
+                        request,
+                        queue,
+                        offset,
+                    }));
+            }
+            PendingKind::Commit(mq, offset) => {
+                if code == ResponseCode::SUCCESS {
+                    self.outputs
+                        .push_back(Output::Event(Event::Committed(vec![(mq, offset)])));
+                } else {
+                    let reason = refused(&response);
+                    self.request_failed(now, pending, reason);
+                }
+            }
         }
     }
 
@@ -798,6 +944,15 @@ impl Consumer {
             client_id: self.client_id.clone(),
             consumer_data_set: vec![ConsumerData {
                 group_name: self.config.group.clone(),
+                consume_type: if self.config.consume_mode == ConsumeMode::Poll {
+                    ConsumeType::Actively
+                } else {
+                    ConsumeType::Passively
+                },
+                message_model: match self.config.message_model {
+                    MessageModel::Broadcasting => proto::body::MessageModel::Broadcasting,
+                    _ => proto::body::MessageModel::Clustering,
+                },
                 consume_from_where: match self.config.consume_from {
                     ConsumeFrom::LastOffset => ConsumeFromWhere::LastOffset,
                     ConsumeFrom::FirstOffset => ConsumeFromWhere::FirstOffset,
@@ -829,11 +984,21 @@ impl Consumer {
         }
         let topics: Vec<String> = self.subscriptions.keys().cloned().collect();
         for topic in topics {
+            if let Some(fixed) = self.assigned.get(&topic) {
+                let fixed = fixed.clone();
+                self.apply_assignment(now, &topic, fixed);
+                continue;
+            }
             let Some(route) = self.routes.get(&topic) else {
                 // No route: the topic is gone, or not there yet; own none of its queues.
                 self.apply_assignment(now, &topic, BTreeSet::new());
                 continue;
             };
+            if self.config.message_model == MessageModel::Broadcasting {
+                let all = route.subscribe_queues(&topic).into_iter().collect();
+                self.apply_assignment(now, &topic, all);
+                continue;
+            }
             let masters: Vec<String> = route
                 .broker_datas
                 .iter()
@@ -887,8 +1052,13 @@ impl Consumer {
         for mq in &change.removed {
             self.revoke(now, mq);
         }
+        let mut to_lock = Vec::new();
         for mq in &change.added {
-            self.add_queue(now, mq.clone());
+            to_lock.extend(self.add_queue(now, mq.clone()));
+        }
+        // Orderly: lock new queues at once, one request per broker, not at the next renewal.
+        if !to_lock.is_empty() {
+            self.lock_queues(now, to_lock);
         }
         if !change.added.is_empty() {
             self.outputs
@@ -896,7 +1066,8 @@ impl Consumer {
         }
     }
 
-    fn add_queue(&mut self, now: Instant, mq: MessageQueue) {
+    /// Starts consuming `mq`; returns its key when it must be locked first (orderly).
+    fn add_queue(&mut self, now: Instant, mq: MessageQueue) -> Option<u64> {
         if let Some(&old) = self.queue_index.get(&mq) {
             // Revoked but still draining: finish the old life before the new one starts.
             if self
@@ -906,11 +1077,15 @@ impl Consumer {
             {
                 self.finish_revoke(now, old);
             } else {
-                return;
+                return None;
             }
         }
-        let (key, epoch) = self.insert_queue(mq, None);
+        let (key, epoch) = self.insert_queue(mq, None, None);
+        if self.needs_lock() {
+            return Some(key);
+        }
         self.resolve_offset(now, key, epoch);
+        None
     }
 
     fn revoke(&mut self, now: Instant, mq: &MessageQueue) {
@@ -956,9 +1131,15 @@ impl Consumer {
         let Some(state) = self.forget_queue(key) else {
             return;
         };
-        // Only a queue that got its start offset has anything to commit.
-        if state.persisted.is_some() {
-            self.commit_oneway(now, &state.mq, state.pq.committable());
+        // Only a queue that got its start offset has anything to commit; an orderly queue
+        // whose lease lapsed may have a new owner by now, who must not see its offset move.
+        let committable =
+            state.persisted.is_some() && (!self.needs_lock() || state.lease_valid(now));
+        if committable {
+            self.store_offset(now, &state.mq, state.commit_point());
+        }
+        if self.needs_lock() && state.lease.is_some() {
+            self.unlock_oneway(now, &state.mq);
         }
         self.outputs
             .push_back(Output::Event(Event::Revoked(vec![state.mq])));
@@ -971,6 +1152,13 @@ impl Consumer {
         let Some(mq) = self.queues.get(&key).map(|s| s.mq.clone()) else {
             return;
         };
+        if self.config.message_model == MessageModel::Broadcasting {
+            match self.local_offsets.get(&mq) {
+                Some(&offset) => self.start_queue(now, key, epoch, offset),
+                None => self.resolve_without_commit(now, key, epoch),
+            }
+            return;
+        }
         let Some(addr) = self.master_addr(mq.broker_name()) else {
             self.timers
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
@@ -1000,6 +1188,11 @@ impl Consumer {
         };
         let is_retry = mq.topic().starts_with(RETRY_TOPIC_PREFIX);
         let Some(addr) = self.master_addr(mq.broker_name()) else {
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            if let Some(state) = self.queue_mut(key, epoch) {
+                state.phase = Phase::Resolve;
+            }
             return;
         };
         match (self.config.consume_from, is_retry) {
@@ -1039,6 +1232,9 @@ impl Consumer {
         state.pq = ProcessQueue::new(offset);
         state.next_offset = offset;
         state.persisted = Some(offset);
+        if state.manual_commit.is_some() {
+            state.manual_commit = Some(offset);
+        }
         state.phase = Phase::Idle;
         self.try_pull(now, key, epoch);
     }
@@ -1052,7 +1248,7 @@ impl Consumer {
         match state.phase {
             Phase::Resolve => self.resolve_offset(now, key, epoch),
             Phase::Idle => self.try_pull(now, key, epoch),
-            Phase::Resolving | Phase::Pulling | Phase::Revoking => {}
+            Phase::Lock | Phase::Resolving | Phase::Pulling | Phase::Revoking => {}
         }
     }
 
@@ -1066,6 +1262,10 @@ impl Consumer {
             return;
         };
         if state.epoch != epoch || state.phase != Phase::Idle {
+            return;
+        }
+        // A paused queue waits for `resume`, which pulls it again.
+        if !self.paused.is_empty() && self.paused.contains(&state.mq) {
             return;
         }
         let mq = state.mq.clone();
@@ -1085,7 +1285,7 @@ impl Consumer {
             return;
         }
         let offset = state.next_offset;
-        let commit = state.pq.committable();
+        let commit = state.commit_point();
         let broker_id = state.pull_broker_id;
         let sub_version = self
             .subscriptions
@@ -1097,7 +1297,8 @@ impl Consumer {
             return;
         };
         // Piggy-back the commit on the pull, on masters only (`PullAPIWrapper.pullKernelImpl`).
-        let commit_flag = commit > 0 && is_master;
+        let commit_flag =
+            commit > 0 && is_master && self.config.message_model == MessageModel::Clustering;
         let header = PullMessageRequest {
             consumer_group: self.config.group.clone(),
             topic: mq.topic().to_owned(),
@@ -1205,9 +1406,9 @@ impl Consumer {
                 // Java drops the process queue, persists the corrected offset and lets the next
                 // rebalance add the queue again; re-creating it here at the corrected offset is
                 // the same without waiting for a rebalance or racing the oneway commit.
-                self.forget_queue(key);
-                self.commit_oneway(now, &mq, next_offset);
-                let (key, epoch) = self.insert_queue(mq, Some(next_offset));
+                let lease = self.forget_queue(key).and_then(|s| s.lease);
+                self.store_offset(now, &mq, next_offset);
+                let (key, epoch) = self.insert_queue(mq, Some(next_offset), lease);
                 self.try_pull(now, key, epoch);
             }
             PullOutcome::BrokerBusy => {
@@ -1286,9 +1487,11 @@ impl Consumer {
     /// Hands ready messages to the user, round robin over queues with ready messages, until
     /// `max_in_flight_deliveries` are out.
     fn dispatch(&mut self, now: Instant) {
-        if self.lifecycle != Lifecycle::Running {
+        if self.lifecycle != Lifecycle::Running || self.config.consume_mode == ConsumeMode::Poll {
             return;
         }
+        let orderly = self.config.consume_mode == ConsumeMode::Orderly;
+        let leased = self.needs_lock();
         while self.in_flight.len() < self.config.max_in_flight_deliveries {
             // The first ready queue after the one served last, wrapping around.
             let next = self
@@ -1306,6 +1509,12 @@ impl Consumer {
                 continue;
             };
             if state.phase == Phase::Revoking {
+                self.ready.remove(&key);
+                continue;
+            }
+            // Orderly: one batch of a queue at a time, and only under a valid lease; the queue
+            // comes back to `ready` when its batch completes or its suspension ends.
+            if orderly && (state.pq.is_busy() || (leased && !state.lease_valid(now))) {
                 self.ready.remove(&key);
                 continue;
             }
@@ -1340,12 +1549,52 @@ impl Consumer {
         }
     }
 
+    /// Applies a handler's outcome to the queue it came from.
+    fn settle(&mut self, now: Instant, flight: InFlight, outcome: ConsumeOutcome) {
+        let key = flight.key;
+        let leased = self.needs_lock();
+        let Some(state) = self.queue_mut(key, flight.epoch) else {
+            self.counters.stale_completions += 1;
+            return;
+        };
+        if leased && !state.lease_valid(now) {
+            // The lease lapsed while the batch ran: someone else may own the queue now.
+            self.counters.stale_completions += 1;
+            self.lose_lease(now, key, Duration::ZERO);
+            return;
+        }
+        let before = (state.pq.len(), state.pq.bytes());
+        let consumed = outcome.consumed(flight.offsets.len());
+        let (done, failed) = flight.offsets.split_at(consumed);
+        state.pq.ack(done);
+        if !failed.is_empty() {
+            self.retry_failed(now, key, flight.epoch, failed, outcome);
+        }
+        self.after_queue_change(now, key, before);
+    }
+
+    /// Brings the cache totals up to date after queue `key` changed from `before`
+    /// (messages, bytes), re-marks it ready, and finishes a revoke that waited for it.
+    fn after_queue_change(&mut self, now: Instant, key: u64, before: (usize, u64)) {
+        let Some(state) = self.queues.get(&key) else {
+            return;
+        };
+        self.cached_messages = self.cached_messages + state.pq.len() - before.0;
+        self.cached_bytes = self.cached_bytes + state.pq.bytes() - before.1;
+        if state.pq.has_ready() {
+            self.ready.insert(key);
+        }
+        if state.phase == Phase::Revoking {
+            self.maybe_finish_revoke(now, key);
+        }
+    }
+
     // ----- offsets -----
 
     fn persist_offsets(&mut self, now: Instant) {
         let mut due = Vec::new();
         for state in self.queues.values_mut() {
-            let offset = state.pq.committable();
+            let offset = state.commit_point();
             if matches!(state.phase, Phase::Idle | Phase::Pulling)
                 && state.persisted.is_none_or(|p| offset > p)
             {
@@ -1354,7 +1603,33 @@ impl Consumer {
             }
         }
         for (mq, offset) in due {
-            self.commit_oneway(now, &mq, offset);
+            self.store_offset(now, &mq, offset);
+        }
+        self.flush_local_offsets();
+    }
+
+    /// Records `offset` as the group's next offset of `mq`: on the broker (clustering, oneway)
+    /// or in the local table (broadcasting, handed out at the next `flush_local_offsets`).
+    fn store_offset(&mut self, now: Instant, mq: &MessageQueue, offset: i64) {
+        if self.config.message_model == MessageModel::Broadcasting {
+            if self.local_offsets.insert(mq.clone(), offset) != Some(offset) {
+                self.local_dirty = true;
+            }
+        } else {
+            self.commit_oneway(now, mq, offset);
+        }
+    }
+
+    /// Broadcasting: hands the local offset table to the driver when it changed.
+    fn flush_local_offsets(&mut self) {
+        if self.local_dirty {
+            self.local_dirty = false;
+            let table = self
+                .local_offsets
+                .iter()
+                .map(|(mq, offset)| (mq.clone(), *offset))
+                .collect();
+            self.outputs.push_back(Output::StoreOffsets(table));
         }
     }
 
@@ -1384,13 +1659,23 @@ impl Consumer {
         self.report.abandoned = self.in_flight.len();
         self.in_flight.clear();
         self.timers.clear();
+        let leased = self.needs_lock();
         let queues: Vec<(MessageQueue, i64, bool)> = self
             .queues
             .values()
-            .map(|s| (s.mq.clone(), s.pq.committable(), s.persisted.is_some()))
+            .map(|s| {
+                let owned = s.persisted.is_some() && (!leased || s.lease_valid(now));
+                (s.mq.clone(), s.commit_point(), owned)
+            })
             .collect();
+        let broadcasting = self.config.message_model == MessageModel::Broadcasting;
         for (mq, offset, started) in queues {
             if !started {
+                continue;
+            }
+            if broadcasting {
+                self.store_offset(now, &mq, offset);
+                self.report.committed.push((mq, offset));
                 continue;
             }
             let Some(addr) = self.master_addr(mq.broker_name()) else {
@@ -1405,6 +1690,7 @@ impl Consumer {
             .values()
             .flat_map(|ids| ids.values().cloned())
             .collect();
+        self.flush_local_offsets();
         for addr in addrs {
             let header = UnregisterClientRequest {
                 client_id: self.client_id.clone(),
@@ -1420,17 +1706,30 @@ impl Consumer {
         }
         self.timers
             .set(now + self.config.request_timeout, Timer::ShutdownFinish);
-        self.maybe_close();
+        self.maybe_close(now);
     }
 
-    fn maybe_close(&mut self) {
+    fn maybe_close(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Finishing {
+            return;
+        }
+        let committing = self
+            .pending
+            .values()
+            .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)));
+        // Orderly: unlock only once the final offsets are stored, so the next owner of a queue
+        // cannot lock it and read an offset that is about to move.
+        if !committing && !self.unlock_sent {
+            self.unlock_sent = true;
+            self.unlock_all(now);
+        }
         let waiting = self.pending.values().any(|p| {
             matches!(
                 p.kind,
-                PendingKind::FinalCommit(..) | PendingKind::Unregister
+                PendingKind::FinalCommit(..) | PendingKind::Unregister | PendingKind::Unlock
             )
         });
-        if self.lifecycle == Lifecycle::Finishing && !waiting {
+        if !waiting {
             self.close();
         }
     }
@@ -1475,28 +1774,41 @@ impl Consumer {
 
     /// Starts a new life for `mq` under a fresh key and epoch: at `start` (an offset the
     /// broker already holds for the group), or waiting for its start offset to be resolved.
-    fn insert_queue(&mut self, mq: MessageQueue, start: Option<i64>) -> (u64, u64) {
+    ///
+    /// Orderly, without a `lease` carried over, the queue waits for its lock first (and then
+    /// asks the broker for its offset, as another owner may have moved it meanwhile).
+    fn insert_queue(
+        &mut self,
+        mq: MessageQueue,
+        start: Option<i64>,
+        lease: Option<Instant>,
+    ) -> (u64, u64) {
         self.next_key += 1;
         self.next_epoch += 1;
         let (key, epoch) = (self.next_key, self.next_epoch);
         self.queue_index.insert(mq.clone(), key);
+        let must_lock = self.needs_lock() && lease.is_none();
+        let start = if must_lock { None } else { start };
         let offset = start.unwrap_or(0);
+        let manual = self.config.consume_mode == ConsumeMode::Poll && !self.config.auto_commit;
         self.queues.insert(
             key,
             QueueState {
                 mq,
                 key,
                 epoch,
-                phase: if start.is_some() {
-                    Phase::Idle
-                } else {
-                    Phase::Resolve
+                phase: match (must_lock, start) {
+                    (true, _) => Phase::Lock,
+                    (false, Some(_)) => Phase::Idle,
+                    (false, None) => Phase::Resolve,
                 },
                 pq: ProcessQueue::new(offset),
                 next_offset: offset,
                 pull_broker_id: 0,
                 max_offset: 0,
                 persisted: start,
+                lease,
+                manual_commit: manual.then_some(offset),
             },
         );
         (key, epoch)
@@ -1526,6 +1838,24 @@ impl Consumer {
             .or_else(|| ids.get_key_value(&0))
             .or_else(|| ids.iter().next())?;
         Some((addr.clone(), *id == 0))
+    }
+
+    /// Orderly clustering consumption holds broker locks; broadcasting needs none.
+    fn needs_lock(&self) -> bool {
+        self.config.consume_mode == ConsumeMode::Orderly
+            && self.config.message_model == MessageModel::Clustering
+    }
+
+    /// Clustering push consumers send failed messages back; broadcasting and poll mode do not.
+    fn sends_back(&self) -> bool {
+        self.config.consume_mode != ConsumeMode::Poll
+            && self.config.message_model == MessageModel::Clustering
+    }
+
+    /// Java scans once per `consumeTimeout`; scanning 15 times as often keeps an expired
+    /// delivery's overrun under a fifteenth of the timeout.
+    fn timeout_scan_period(&self) -> Duration {
+        (self.config.consume_timeout / 15).max(Duration::from_millis(100))
     }
 
     fn unix_ms(&self, now: Instant) -> i64 {

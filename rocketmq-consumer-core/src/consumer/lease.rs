@@ -1,0 +1,200 @@
+//! Orderly consumption's queue leases (`remoting-protocol.md` §7.10): `LOCK_BATCH_MQ` as soon as
+//! a queue is assigned and every `lock_interval` after, a lease of `lock_lease` counted from when
+//! the request was sent (the broker keeps the lock longer, 60 s, so the lease always ends first),
+//! and what happens when a lock is refused, lapses, or may have been lost with its broker.
+//!
+//! A lost lease restarts the queue: a new epoch (so completions still running are dropped), an
+//! empty cache, a new lock, then the offset read again from the broker, because another member
+//! may have consumed the queue meanwhile.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use proto::body::LockBatchRequestBody;
+use proto::headers::{LockBatchMqRequest, UnlockBatchMqRequest};
+use proto::{Command, MessageQueue, RequestCode};
+
+use super::{Consumer, Lifecycle, PendingKind, Phase};
+use crate::output::{Event, Output};
+use crate::timer::Timer;
+
+impl Consumer {
+    /// Asks for the locks of queues `keys`: one request per broker.
+    pub(super) fn lock_queues(&mut self, now: Instant, keys: Vec<u64>) {
+        let mut by_broker: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+        for key in keys {
+            if let Some(state) = self.queues.get(&key) {
+                by_broker
+                    .entry(state.mq.broker_name().to_owned())
+                    .or_default()
+                    .push((key, state.epoch));
+            }
+        }
+        for (broker, queues) in by_broker {
+            let Some(addr) = self.master_addr(&broker) else {
+                self.on_lock_failed(now, &queues);
+                continue;
+            };
+            let mq_set: Vec<MessageQueue> = queues
+                .iter()
+                .filter_map(|(key, _)| self.queues.get(key).map(|s| s.mq.clone()))
+                .collect();
+            let body = self.lock_body(mq_set);
+            let request = Command::request(RequestCode::LOCK_BATCH_MQ, &LockBatchMqRequest {})
+                .with_body(body);
+            self.request(now, &addr, request, PendingKind::Lock(queues));
+        }
+    }
+
+    /// Renews the lock of every queue still owned (and asks again for those not locked yet).
+    pub(super) fn renew_leases(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let keys = self
+            .queues
+            .values()
+            .filter(|s| s.phase != Phase::Revoking)
+            .map(|s| s.key)
+            .collect();
+        self.lock_queues(now, keys);
+    }
+
+    /// The broker answered a lock request sent at `sent`: `granted` are now ours.
+    pub(super) fn on_lock(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        queues: &[(u64, u64)],
+        granted: &BTreeSet<MessageQueue>,
+    ) {
+        let until = sent + self.config.lock_lease;
+        let mut acquired = Vec::new();
+        let mut lost = Vec::new();
+        let mut to_resolve = Vec::new();
+        for &(key, epoch) in queues {
+            let Some(state) = self.queue_mut(key, epoch) else {
+                continue;
+            };
+            // A grant whose answer took longer than a lease is worth nothing.
+            if granted.contains(&state.mq) && now < until {
+                state.lease = Some(until);
+                if state.phase == Phase::Lock {
+                    state.phase = Phase::Resolve;
+                    acquired.push(state.mq.clone());
+                    to_resolve.push((key, epoch));
+                }
+                if state.pq.has_ready() {
+                    self.ready.insert(key);
+                }
+                self.timers.set(until, Timer::LeaseExpiry(key, epoch));
+            } else if state.phase == Phase::Lock {
+                self.timers
+                    .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
+            } else if state.phase != Phase::Revoking {
+                lost.push(key);
+            }
+        }
+        if !acquired.is_empty() {
+            self.outputs
+                .push_back(Output::Event(Event::LeaseAcquired(acquired)));
+        }
+        for (key, epoch) in to_resolve {
+            self.resolve_offset(now, key, epoch);
+        }
+        let retry = self.config.lock_retry;
+        for key in lost {
+            self.lose_lease(now, key, retry);
+        }
+    }
+
+    /// A lock request got no usable answer: queues still waiting for their first lock ask
+    /// again later; held leases run out on their own unless the next renewal works.
+    pub(super) fn on_lock_failed(&mut self, now: Instant, queues: &[(u64, u64)]) {
+        for &(key, epoch) in queues {
+            if self
+                .queue_mut(key, epoch)
+                .is_some_and(|s| s.phase == Phase::Lock)
+            {
+                self.timers
+                    .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
+            }
+        }
+    }
+
+    /// The queue's lease is gone: restart it under a new epoch, waiting for a new lock
+    /// (asked for after `retry_in`). Nothing is committed: the queue may have a new owner.
+    pub(super) fn lose_lease(&mut self, now: Instant, key: u64, retry_in: Duration) {
+        let Some(state) = self.forget_queue(key) else {
+            return;
+        };
+        let mq = state.mq;
+        self.outputs
+            .push_back(Output::Event(Event::LeaseLost(vec![mq.clone()])));
+        if state.phase == Phase::Revoking || self.lifecycle != Lifecycle::Running {
+            self.outputs
+                .push_back(Output::Event(Event::Revoked(vec![mq])));
+            return;
+        }
+        let (key, epoch) = self.insert_queue(mq, None, None);
+        self.timers.set(now + retry_in, Timer::Lock(key, epoch));
+    }
+
+    /// The connection to `addr` is gone. If `addr` is a broker master, its locks may be gone
+    /// with it (a restarted broker forgets them, and a lost connection is all a client sees of
+    /// a restart), so the leases of its queues end now.
+    pub(super) fn lose_leases_on(&mut self, now: Instant, addr: &str) {
+        if !self.needs_lock() {
+            return;
+        }
+        let keys: Vec<u64> = self
+            .queues
+            .values()
+            .filter(|s| s.lease.is_some() && s.phase != Phase::Revoking)
+            .filter(|s| self.master_addr(s.mq.broker_name()).as_deref() == Some(addr))
+            .map(|s| s.key)
+            .collect();
+        for key in keys {
+            self.lose_lease(now, key, Duration::ZERO);
+        }
+    }
+
+    /// Releases one queue's lock without waiting for an answer (after a revoke).
+    pub(super) fn unlock_oneway(&mut self, now: Instant, mq: &MessageQueue) {
+        let Some(addr) = self.master_addr(mq.broker_name()) else {
+            return;
+        };
+        let body = self.lock_body(vec![mq.clone()]);
+        let request = Command::request(RequestCode::UNLOCK_BATCH_MQ, &UnlockBatchMqRequest {})
+            .with_body(body);
+        self.oneway(now, &addr, request);
+    }
+
+    /// Shutdown: releases every held lock, one request per broker, so the next owner need not
+    /// wait for the broker's 60 s expiry.
+    pub(super) fn unlock_all(&mut self, now: Instant) {
+        if !self.needs_lock() {
+            return;
+        }
+        let mut by_broker: BTreeMap<String, Vec<MessageQueue>> = BTreeMap::new();
+        for state in self.queues.values().filter(|s| s.lease.is_some()) {
+            by_broker
+                .entry(state.mq.broker_name().to_owned())
+                .or_default()
+                .push(state.mq.clone());
+        }
+        for (broker, queues) in by_broker {
+            let Some(addr) = self.master_addr(&broker) else {
+                continue;
+            };
+            let body = self.lock_body(queues);
+            let request = Command::request(RequestCode::UNLOCK_BATCH_MQ, &UnlockBatchMqRequest {})
+                .with_body(body);
+            self.request(now, &addr, request, PendingKind::Unlock);
+        }
+    }
+
+    fn lock_body(&self, queues: Vec<MessageQueue>) -> Vec<u8> {
+        LockBatchRequestBody::new(&self.config.group, &self.client_id, queues).encode()
+    }
+}

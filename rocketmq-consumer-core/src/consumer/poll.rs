@@ -1,0 +1,249 @@
+//! Poll mode (Java's lite pull consumer) and the offset controls that go with it: taking
+//! messages, assigning queues by hand, seeking, pausing, committing, and looking up an
+//! offset by time. Broadcasting's local offsets come in through [`Consumer::load_offsets`].
+//!
+//! Pulled messages wait in the per-queue caches until taken, so a slow reader stops the pulls
+//! through the same flow control as a slow handler: nothing buffers without bound.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use proto::headers::{GetMaxOffsetRequest, GetMinOffsetRequest, SearchOffsetRequest};
+use proto::{Command, MessageQueue, RequestCode};
+
+use super::{Consumer, Lifecycle, PendingKind, Phase};
+use crate::config::{ConfigError, ConsumeMode, MessageModel};
+use crate::output::{Event, Output, Polled};
+
+impl Consumer {
+    /// Poll mode: takes up to `max` ready messages of one queue (queues take turns), which
+    /// count as consumed from now on. `None` when nothing is ready.
+    pub fn poll_messages(&mut self, now: Instant, max: usize) -> Option<Polled> {
+        if self.config.consume_mode != ConsumeMode::Poll
+            || self.lifecycle != Lifecycle::Running
+            || max == 0
+        {
+            return None;
+        }
+        loop {
+            let key = self
+                .ready
+                .range(self.last_dispatched + 1..)
+                .next()
+                .or_else(|| self.ready.iter().next())
+                .copied()?;
+            self.last_dispatched = key;
+            let Some(state) = self.queues.get_mut(&key) else {
+                self.ready.remove(&key);
+                continue;
+            };
+            if state.phase == Phase::Revoking
+                || (!self.paused.is_empty() && self.paused.contains(&state.mq))
+            {
+                self.ready.remove(&key);
+                continue;
+            }
+            let before = (state.pq.len(), state.pq.bytes());
+            let messages = state.pq.take_ready(max);
+            let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset()).collect();
+            state.pq.ack(&offsets);
+            let queue = state.mq.clone();
+            let epoch = state.epoch;
+            if !state.pq.has_ready() {
+                self.ready.remove(&key);
+            }
+            self.after_queue_change(now, key, before);
+            if messages.is_empty() {
+                continue;
+            }
+            self.counters.delivered += 1;
+            // Room in the cache again: pull now rather than at the next flow-control check.
+            self.try_pull(now, key, epoch);
+            return Some(Polled { queue, messages });
+        }
+    }
+
+    /// Poll mode: consume exactly `queues` (assign mode), without rebalancing them. Topics
+    /// not subscribed are subscribed with `*`, so brokers know the group reads them.
+    pub fn assign(
+        &mut self,
+        now: Instant,
+        queues: impl IntoIterator<Item = MessageQueue>,
+    ) -> Result<(), ConfigError> {
+        let mut by_topic: std::collections::BTreeMap<String, BTreeSet<MessageQueue>> =
+            std::collections::BTreeMap::new();
+        for mq in queues {
+            by_topic
+                .entry(mq.topic().to_owned())
+                .or_default()
+                .insert(mq);
+        }
+        for topic in by_topic.keys() {
+            if !self.subscriptions.contains_key(topic) {
+                self.subscribe(now, topic, "*")?;
+            }
+        }
+        // Topics assigned before and not now keep no queues.
+        for topic in self.assigned.keys() {
+            by_topic.entry(topic.clone()).or_default();
+        }
+        self.assigned = by_topic;
+        self.rebalance(now);
+        self.after_input(now);
+        Ok(())
+    }
+
+    /// Moves owned queue `mq` to `offset`: what is cached is dropped, pulling restarts there,
+    /// and the offset is stored as consumed up to there.
+    pub fn seek(
+        &mut self,
+        now: Instant,
+        mq: &MessageQueue,
+        offset: i64,
+    ) -> Result<(), ConfigError> {
+        if offset < 0 || !self.reset_queue(now, mq, offset) {
+            return Err(ConfigError(format!(
+                "cannot seek {mq:?} to {offset}: not an owned, started queue"
+            )));
+        }
+        self.flush_local_offsets();
+        self.after_input(now);
+        Ok(())
+    }
+
+    /// Moves owned queue `mq` to its first (`to_end` false) or next-to-be-written offset, once
+    /// the broker says where that is.
+    pub fn seek_to_edge(
+        &mut self,
+        now: Instant,
+        mq: &MessageQueue,
+        to_end: bool,
+    ) -> Result<(), ConfigError> {
+        let target = self
+            .queue_index
+            .get(mq)
+            .and_then(|key| self.queues.get(key))
+            .map(|s| (s.key, s.epoch));
+        let (Some((key, epoch)), Some(addr)) = (target, self.master_addr(mq.broker_name())) else {
+            return Err(ConfigError(format!(
+                "cannot seek {mq:?}: not an owned queue"
+            )));
+        };
+        let request = if to_end {
+            let header = GetMaxOffsetRequest {
+                topic: mq.topic().to_owned(),
+                queue_id: mq.queue_id(),
+                committed: Some(true),
+            };
+            Command::request(RequestCode::GET_MAX_OFFSET, &header)
+        } else {
+            let header = GetMinOffsetRequest {
+                topic: mq.topic().to_owned(),
+                queue_id: mq.queue_id(),
+            };
+            Command::request(RequestCode::GET_MIN_OFFSET, &header)
+        };
+        self.request(now, &addr, request, PendingKind::SeekBound(key, epoch));
+        Ok(())
+    }
+
+    /// Stops pulling and handing out `mq` until [`Consumer::resume`].
+    pub fn pause(&mut self, mq: &MessageQueue) {
+        self.paused.insert(mq.clone());
+    }
+
+    /// Pulls and hands out `mq` again.
+    pub fn resume(&mut self, now: Instant, mq: &MessageQueue) {
+        if !self.paused.remove(mq) {
+            return;
+        }
+        if let Some(state) = self.queue_index.get(mq).and_then(|k| self.queues.get(k)) {
+            let (key, epoch) = (state.key, state.epoch);
+            if state.pq.has_ready() {
+                self.ready.insert(key);
+            }
+            self.try_pull(now, key, epoch);
+        }
+        self.after_input(now);
+    }
+
+    /// Stores the consumed position of every started queue now: clustering asks the brokers
+    /// and reports their confirmations as [`Event::Committed`]; broadcasting hands the table to
+    /// the driver ([`Output::StoreOffsets`]).
+    pub fn commit(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let mut stored = Vec::new();
+        for state in self.queues.values_mut() {
+            if state.persisted.is_none() || state.phase == Phase::Revoking {
+                continue;
+            }
+            let offset = state.pq.committable();
+            if state.manual_commit.is_some() {
+                state.manual_commit = Some(offset);
+            }
+            state.persisted = Some(offset);
+            stored.push((state.mq.clone(), offset));
+        }
+        if self.config.message_model == MessageModel::Broadcasting {
+            for (mq, offset) in &stored {
+                self.store_offset(now, mq, *offset);
+            }
+            self.flush_local_offsets();
+            self.outputs
+                .push_back(Output::Event(Event::Committed(stored)));
+            return;
+        }
+        for (mq, offset) in stored {
+            let Some(addr) = self.master_addr(mq.broker_name()) else {
+                continue;
+            };
+            let command = self.commit_command(&mq, offset);
+            self.request(now, &addr, command, PendingKind::Commit(mq, offset));
+        }
+    }
+
+    /// Asks the broker for the first offset of `mq` stored at or after `unix_ms`; the answer
+    /// comes as [`Event::OffsetForTimestamp`] carrying the returned number.
+    pub fn offset_for_timestamp(&mut self, now: Instant, mq: &MessageQueue, unix_ms: i64) -> u64 {
+        self.next_request += 1;
+        let request = self.next_request;
+        let header = SearchOffsetRequest {
+            topic: mq.topic().to_owned(),
+            queue_id: mq.queue_id(),
+            timestamp: unix_ms,
+            boundary_type: None,
+        };
+        let command = Command::request(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);
+        match self.master_addr(mq.broker_name()) {
+            Some(addr) => {
+                self.request(
+                    now,
+                    &addr,
+                    command,
+                    PendingKind::Search(request, mq.clone()),
+                );
+            }
+            None => self
+                .outputs
+                .push_back(Output::Event(Event::OffsetForTimestamp {
+                    request,
+                    queue: mq.clone(),
+                    offset: Err(crate::output::FailureReason::Disconnected),
+                })),
+        }
+        request
+    }
+
+    /// Broadcasting: the offsets stored at the last run (see [`Output::StoreOffsets`]); call
+    /// before the first input. Queues found here start at their offset, others as
+    /// `consume_from` says.
+    pub fn load_offsets(&mut self, offsets: impl IntoIterator<Item = (MessageQueue, i64)>) {
+        for (mq, offset) in offsets {
+            if offset >= 0 {
+                self.local_offsets.insert(mq, offset);
+            }
+        }
+    }
+}
