@@ -11,6 +11,9 @@
 //! baseline in the same group, decodes the same 16 bodies with `decode_messages` alone, so the
 //! core's own share is the difference.
 //!
+//! `orderly_batch_*` runs the same rounds through an orderly consumer (queues locked, one
+//! delivery per queue at a time), beside the concurrent ones.
+//!
 //! Offsets must advance (the core ignores offsets it has consumed), so responses for
 //! `ROUNDS` rounds are encoded up front and a fresh consumer is set up, untimed, every
 //! `ROUNDS` iterations.
@@ -22,7 +25,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rocketmq_benches::{
     CORE_NAMESRV, CORE_PULL_BATCH, CORE_QUEUES, SteadyConsumer, core_pull_rounds,
 };
-use rocketmq_consumer_core::ConsumerConfig;
+use rocketmq_consumer_core::{ConsumeMode, ConsumerConfig};
 use rocketmq_proto::Command;
 use rocketmq_proto::message::{DecodeOptions, decode_messages};
 
@@ -33,20 +36,26 @@ const BODY_LEN: usize = 128;
 /// Messages per iteration: one 32-message response per queue.
 const MESSAGES: usize = CORE_QUEUES as usize * CORE_PULL_BATCH;
 
-fn config(consume_batch_size: usize) -> ConsumerConfig {
+fn config(consume_batch_size: usize, mode: ConsumeMode) -> ConsumerConfig {
     let mut config = ConsumerConfig::new("bench-group", vec![CORE_NAMESRV.to_owned()]);
     config.consume_batch_size = consume_batch_size;
+    config.consume_mode = mode;
     // Enough that the in-flight limit never holds a delivery back.
     config.max_in_flight_deliveries = 1024;
     config
 }
 
 /// Runs `iters` rounds; only the rounds themselves are timed, not the set-ups.
-fn run(iters: u64, consume_batch_size: usize, rounds: &[Vec<Command>]) -> Duration {
+fn run(
+    iters: u64,
+    consume_batch_size: usize,
+    mode: ConsumeMode,
+    rounds: &[Vec<Command>],
+) -> Duration {
     let mut timed = Duration::ZERO;
     let mut left = iters as usize;
     while left > 0 {
-        let mut steady = SteadyConsumer::new(config(consume_batch_size));
+        let mut steady = SteadyConsumer::new(config(consume_batch_size, mode));
         let n = left.min(rounds.len());
         let start = Instant::now();
         for round in &rounds[..n] {
@@ -97,7 +106,10 @@ fn core(c: &mut Criterion) {
     });
     for consume_batch_size in [1, 32] {
         group.bench_function(format!("consume_batch_{consume_batch_size}"), |b| {
-            b.iter_custom(|iters| run(iters, consume_batch_size, &rounds))
+            b.iter_custom(|iters| run(iters, consume_batch_size, ConsumeMode::Concurrent, &rounds))
+        });
+        group.bench_function(format!("orderly_batch_{consume_batch_size}"), |b| {
+            b.iter_custom(|iters| run(iters, consume_batch_size, ConsumeMode::Orderly, &rounds))
         });
     }
     group.finish();

@@ -172,8 +172,8 @@ impl SteadyConsumer {
     /// subscribes it to [`CORE_TOPIC`] with `*`, and answers its outputs by hand until every
     /// queue has a pull outstanding: the route of [`CORE_TOPIC`] (one broker, 16 read/write
     /// queues, perm 6; the retry topic has none: `TOPIC_NOT_EXIST`), heartbeats (`SUCCESS`),
-    /// the group's members (only [`CORE_CLIENT_ID`]) and committed offsets (0); connections
-    /// open at once.
+    /// the group's members (only [`CORE_CLIENT_ID`]), committed offsets (0) and, for an orderly
+    /// consumer, queue locks (all granted); connections open at once.
     ///
     /// # Panics
     ///
@@ -252,6 +252,16 @@ impl SteadyConsumer {
                             QueryConsumerOffsetResponse { offset: 0 }
                                 .encode_into(&mut answer.ext_fields);
                             Some(answer)
+                        }
+                        // Orderly: every queue asked for is granted.
+                        RequestCode::LOCK_BATCH_MQ => {
+                            let asked =
+                                rocketmq_proto::body::LockBatchRequestBody::decode(&command.body)
+                                    .expect("a lock request body");
+                            let granted = rocketmq_proto::body::LockBatchResponseBody {
+                                lock_ok_mq_set: asked.mq_set,
+                            };
+                            Some(success.with_body(granted.encode()))
                         }
                         RequestCode::PULL_MESSAGE => {
                             let queue = pull_queue(&command);
@@ -370,12 +380,15 @@ mod tests {
 
     #[test]
     fn steady_consumer_commits_what_it_consumed() {
-        for batch in [1, 32] {
+        use rocketmq_consumer_core::ConsumeMode;
+        let modes = [ConsumeMode::Concurrent, ConsumeMode::Orderly];
+        for (batch, mode) in [1, 32].into_iter().flat_map(|b| modes.map(|m| (b, m))) {
             let mut config = rocketmq_consumer_core::ConsumerConfig::new(
                 "bench-group",
                 vec![CORE_NAMESRV.to_owned()],
             );
             config.consume_batch_size = batch;
+            config.consume_mode = mode;
             config.max_in_flight_deliveries = 1024;
             let rounds = core_pull_rounds(3, 16);
             let mut steady = SteadyConsumer::new(config);

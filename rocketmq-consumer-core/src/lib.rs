@@ -37,9 +37,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Part 1 covers clustering consumption with concurrent handlers: routes, heartbeats,
-//! rebalance, long-polling pulls, flow control, offsets and graceful shutdown. Orderly
-//! consumption, send-back retries, broadcasting and lite pull come next.
+//! It covers clustering and broadcasting ([`MessageModel`]) with concurrent, orderly or poll
+//! consumption ([`ConsumeMode`]): routes, heartbeats, rebalance, long-polling pulls, flow
+//! control, offsets (on the brokers, or handed to the driver with [`Output::StoreOffsets`] in
+//! broadcasting), orderly queue leases, send-back retries and dead letters, the requests
+//! brokers send to clients, and graceful shutdown. Poll mode is Java's lite pull consumer: no
+//! deliveries, the application takes messages with [`Consumer::poll_messages`].
 
 pub mod config;
 mod conn;

@@ -12,10 +12,12 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use consumer_core::{
     ConnId, ConsumeFrom, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Delivery,
-    DeliveryId, Event, MessageModel, Output, ShutdownReport,
+    DeliveryId, Event, MessageModel, Output, Polled, ShutdownReport,
 };
 use proto::headers::SendMessageRequestV2;
-use proto::{Command, FrameDecoder, HeaderEncoding, MessageQueue, RequestCode, ResponseCode, frame};
+use proto::{
+    Command, FrameDecoder, HeaderEncoding, MessageQueue, RequestCode, ResponseCode, frame,
+};
 
 use crate::sim::{ConnKey, Fault, SimCluster, SimConfig, SimRng, dlq_topic};
 
@@ -270,7 +272,11 @@ impl World {
         self.run_until(active_end);
         // Quiet: long enough for a rebalance round, reconnects, redeliveries and long polls,
         // and for poisoned messages to go through their delayed retries.
-        let quiet = if self.config.poison_percent > 0 { 150 } else { 90 };
+        let quiet = if self.config.poison_percent > 0 {
+            150
+        } else {
+            90
+        };
         self.run_until(active_end + Duration::from_secs(quiet));
         self.check_final();
     }
@@ -696,10 +702,7 @@ impl World {
             let Some(committed) = self.cluster.committed_offset(&self.config.group, mq) else {
                 continue;
             };
-            if let Some(missing) = offsets
-                .range(..committed)
-                .find(|o| !self.is_done(mq, **o))
-            {
+            if let Some(missing) = offsets.range(..committed).find(|o| !self.is_done(mq, **o)) {
                 self.fail(&format!(
                     "{mq:?} committed {committed} but offset {missing} was never acknowledged"
                 ));
@@ -741,10 +744,9 @@ impl World {
         let me = self.nodes[i].consumer.client_id();
         match self.cluster.lock_owner(&self.config.group, queue, self.now) {
             Some(owner) if owner == me => {}
-            None if self
-                .restarted_at
-                .get(queue.broker_name())
-                .is_some_and(|t| self.now.saturating_duration_since(*t) < Duration::from_millis(100)) => {}
+            None if self.restarted_at.get(queue.broker_name()).is_some_and(|t| {
+                self.now.saturating_duration_since(*t) < Duration::from_millis(100)
+            }) => {}
             owner => self.fail(&format!(
                 "node {i} delivered {queue:?} while the broker lock is {owner:?}"
             )),
@@ -780,12 +782,18 @@ impl World {
         if self.config.model == MessageModel::Broadcasting {
             return self.check_final_broadcast();
         }
-        let max = self.nodes.first().map_or(16, |n| {
-            n.consumer.config().effective_max_reconsume_times()
-        });
+        let max = self
+            .nodes
+            .first()
+            .map_or(16, |n| n.consumer.config().effective_max_reconsume_times());
         // Every dead-lettered copy failed exactly `max + 1` times.
         let mut dead: BTreeSet<Position> = BTreeSet::new();
-        for broker in self.cluster.broker_names().map(str::to_owned).collect::<Vec<_>>() {
+        for broker in self
+            .cluster
+            .broker_names()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+        {
             let dlq = MessageQueue::new(&dlq_topic(&self.config.group), &broker, 0);
             for (_, message) in self.cluster.messages(&dlq) {
                 let Some(position) = self.origin.get(&message.body).cloned() else {
@@ -1070,5 +1078,46 @@ impl World {
     pub fn trace_tail(&self, n: usize) -> String {
         let skip = self.trace.len().saturating_sub(n);
         self.trace[skip..].join("\n")
+    }
+
+    /// Node `i`'s open connection to `addr` (e.g. [`SimCluster::broker_addr`]), as the
+    /// cluster names it: where [`SimCluster::request_client`] reaches the node.
+    pub fn conn_key(&self, i: usize, addr: &str) -> Option<ConnKey> {
+        self.nodes[i].keys.values().copied().find(|key| {
+            self.key_addr.get(key).is_some_and(|a| a == addr) && self.cluster.is_connected(*key)
+        })
+    }
+
+    /// Poll mode: node `i`'s application takes up to `max` messages now
+    /// (`Consumer::poll_messages`). Taken messages count as consumed, for the invariants and
+    /// [`World::acknowledged`], as the consumer counts them.
+    pub fn poll(&mut self, i: usize, max: usize) -> Option<Polled> {
+        let polled = self.nodes[i].consumer.poll_messages(self.now, max)?;
+        let offsets: Vec<i64> = polled.messages.iter().map(|m| m.queue_offset()).collect();
+        for message in &polled.messages {
+            if let Some((mq, offset)) = self.origin.get(message.body()).cloned() {
+                self.nodes[i].consumed.insert((mq.clone(), offset));
+                self.acked.entry(mq).or_default().insert(offset);
+            }
+        }
+        self.note(format!("node {i} polls {:?}: {offsets:?}", polled.queue));
+        self.drain();
+        Some(polled)
+    }
+
+    /// Broadcasting: starts a new process in place of node `from` (shut down first), which
+    /// loads the offset table `from` last stored (`Consumer::load_offsets`) and inherits what
+    /// `from` consumed, so the stored-offset invariant covers it as it covered `from`.
+    pub fn add_consumer_resuming(&mut self, from: usize) -> usize {
+        let stored = self.nodes[from].stored.clone();
+        let consumed = self.nodes[from].consumed.clone();
+        let gave_up = self.nodes[from].gave_up.clone();
+        let index = self.add_consumer();
+        let node = &mut self.nodes[index];
+        node.consumer.load_offsets(stored.clone());
+        node.consumed = consumed;
+        node.gave_up = gave_up;
+        self.note(format!("node {index} resumes node {from} at {stored:?}"));
+        index
     }
 }

@@ -87,12 +87,15 @@ impl Consumer {
         let Some(&key) = self.queue_index.get(mq) else {
             return false;
         };
-        if self
-            .queues
-            .get(&key)
-            .is_none_or(|s| s.phase == Phase::Revoking || s.phase == Phase::Lock)
-        {
-            return false;
+        match self.queues.get(&key).map(|s| s.phase) {
+            None | Some(Phase::Revoking) => return false,
+            // Orderly, not locked yet: the queue reads its offset once locked, so storing the
+            // new one is enough.
+            Some(Phase::Lock) => {
+                self.store_offset(now, mq, offset);
+                return true;
+            }
+            Some(_) => {}
         }
         let lease = self.forget_queue(key).and_then(|s| s.lease);
         self.store_offset(now, mq, offset);

@@ -493,9 +493,9 @@ impl Consumer {
         if self.direct.contains_key(&delivery.seq) {
             return true;
         }
-        self.queues
-            .get(&delivery.queue)
-            .is_some_and(|s| s.epoch == delivery.epoch && (!self.needs_lock() || s.lease_valid(now)))
+        self.queues.get(&delivery.queue).is_some_and(|s| {
+            s.epoch == delivery.epoch && (!self.needs_lock() || s.lease_valid(now))
+        })
     }
 
     /// Whether shutdown has finished.

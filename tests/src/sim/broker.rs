@@ -18,8 +18,9 @@ use proto::headers::{
     CreateTopicRequest, GetConsumerListByGroupRequest, GetEarliestMsgStoretimeRequest,
     GetEarliestMsgStoretimeResponse, GetMaxOffsetRequest, GetMaxOffsetResponse,
     GetMinOffsetRequest, GetMinOffsetResponse, NotifyConsumerIdsChangedRequest,
-    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, ResetOffsetRequest, SearchOffsetRequest,
-    SearchOffsetResponse, UnregisterClientRequest, UpdateConsumerOffsetRequest,
+    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, ResetOffsetRequest,
+    SearchOffsetRequest, SearchOffsetResponse, UnregisterClientRequest,
+    UpdateConsumerOffsetRequest,
 };
 use proto::{Command, CommandHeader, MessageQueue, RequestCode, ResponseCode};
 
@@ -225,10 +226,8 @@ impl SimBroker {
         table: BTreeMap<MessageQueue, i64>,
     ) {
         for (mq, offset) in &table {
-            self.offsets.insert(
-                (group.to_owned(), topic.to_owned(), mq.queue_id()),
-                *offset,
-            );
+            self.offsets
+                .insert((group.to_owned(), topic.to_owned(), mq.queue_id()), *offset);
         }
         let header = ResetOffsetRequest {
             topic: topic.to_owned(),
@@ -242,7 +241,11 @@ impl SimBroker {
             offset_table: table,
         }
         .encode();
-        let conns = self.groups.get(group).map(|g| g.conns()).unwrap_or_default();
+        let conns = self
+            .groups
+            .get(group)
+            .map(|g| g.conns())
+            .unwrap_or_default();
         for conn in conns {
             let mut request = Command::request(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header)
                 .with_body(body.clone())
