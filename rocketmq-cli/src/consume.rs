@@ -1,12 +1,43 @@
-//! `rmq consume`: run a push consumer (on tokio) and print each message as a JSON line.
+//! `rmq consume`: run a push consumer (on tokio or smol) and print each message as a JSON line,
+//! with an optional live rate/lag line on a terminal ([`LiveLine`]).
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use driver::{ConsumeOutcome, Message, Runtime, ShutdownReport};
+use futures_channel::{mpsc, oneshot};
+use futures_util::StreamExt;
+use futures_util::future::{self, Either};
 pub use rocketmq_tokio::ConsumeFrom;
-use rocketmq_tokio::{ConsumeOutcome, PushConsumer, ShutdownReport};
 use serde_json::Value;
 
+use crate::admin;
 use crate::decode::message_json;
+use crate::progress;
+
+/// The async runtime the consumer runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// `rocketmq-tokio` on a current-thread tokio runtime.
+    #[default]
+    Tokio,
+    /// `rocketmq-smol` on smol's global executor.
+    Smol,
+}
+
+impl std::str::FromStr for RuntimeKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "tokio" => Ok(Self::Tokio),
+            "smol" => Ok(Self::Smol),
+            other => Err(format!("unknown runtime {other:?}: expected tokio or smol")),
+        }
+    }
+}
 
 /// What to consume.
 #[derive(Clone, Debug)]
@@ -25,64 +56,208 @@ pub struct ConsumeOptions {
     pub count: Option<usize>,
     /// Stop after this long without a message.
     pub idle_exit: Option<Duration>,
+    /// The runtime to consume on.
+    pub runtime: RuntimeKind,
 }
 
 /// Consumes until the count or the idle time is reached, calling `emit` with each message's
-/// JSON object, then shuts down (committing offsets) and returns the report.
+/// JSON object (and telling `live` about it, when given), then shuts down (committing offsets)
+/// and returns the report.
 pub fn consume(
     options: &ConsumeOptions,
+    live: Option<&LiveLine>,
+    emit: impl FnMut(Value),
+) -> Result<ShutdownReport, String> {
+    match options.runtime {
+        RuntimeKind::Tokio => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("tokio runtime: {e}"))?;
+            runtime.block_on(run::<rocketmq_tokio::TokioRuntime>(options, live, emit))
+        }
+        RuntimeKind::Smol => smol::block_on(run::<rocketmq_smol::SmolRuntime>(options, live, emit)),
+    }
+}
+
+/// A delivered message on its way to the printer, with the channel for the printer's verdict.
+struct Printed {
+    json: Value,
+    store_host: String,
+    queue_id: i32,
+    queue_offset: i64,
+    verdict: oneshot::Sender<bool>,
+}
+
+async fn run<R: Runtime>(
+    options: &ConsumeOptions,
+    live: Option<&LiveLine>,
     mut emit: impl FnMut(Value),
 ) -> Result<ShutdownReport, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+    let (tx, mut rx) = mpsc::unbounded::<Printed>();
+    let consumer = driver::PushConsumer::<R>::builder(options.group.clone())
+        .name_server(options.namesrv.clone())
+        .subscribe(options.topic.clone(), options.expression.clone())
+        .consume_from(options.from)
         .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
-    runtime.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let consumer = PushConsumer::builder(options.group.clone())
-            .name_server(options.namesrv.clone())
-            .subscribe(options.topic.clone(), options.expression.clone())
-            .consume_from(options.from)
-            .build()
-            .map_err(|e| e.to_string())?;
-        // Each handler waits for the printer's verdict, so a message that arrives after
-        // `--count` was reached is not acknowledged: its offset is not committed and the next
-        // run gets it.
-        let running = consumer.start_concurrently(move |messages| {
-            let tx = tx.clone();
-            async move {
-                let mut outcome = ConsumeOutcome::Success;
-                for message in messages {
-                    let (verdict, printed) = tokio::sync::oneshot::channel();
-                    if tx.send((message_json(&message), verdict)).is_err() {
-                        return ConsumeOutcome::ReconsumeLater;
-                    }
-                    if !printed.await.unwrap_or(false) {
-                        outcome = ConsumeOutcome::ReconsumeLater;
-                    }
+        .map_err(|e| e.to_string())?;
+    // Each handler waits for the printer's verdict, so a message that arrives after `--count`
+    // was reached is not acknowledged: its offset is not committed and the next run gets it.
+    let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+        let tx = tx.clone();
+        async move {
+            let mut outcome = ConsumeOutcome::Success;
+            for message in messages {
+                let (verdict, printed) = oneshot::channel();
+                let item = Printed {
+                    json: message_json(&message),
+                    store_host: message.store_host().to_string(),
+                    queue_id: message.queue_id(),
+                    queue_offset: message.queue_offset(),
+                    verdict,
+                };
+                if tx.unbounded_send(item).is_err() {
+                    return ConsumeOutcome::ReconsumeLater;
                 }
-                outcome
+                if !printed.await.unwrap_or(false) {
+                    outcome = ConsumeOutcome::ReconsumeLater;
+                }
             }
-        });
-        let mut seen = 0;
-        loop {
-            if options.count.is_some_and(|count| seen >= count) {
-                break;
-            }
-            let next = match options.idle_exit {
-                Some(idle) => match tokio::time::timeout(idle, rx.recv()).await {
-                    Ok(next) => next,
-                    Err(_) => break,
-                },
-                None => rx.recv().await,
-            };
-            let Some((value, verdict)) = next else { break };
-            emit(value);
-            seen += 1;
-            let _ = verdict.send(true);
+            outcome
         }
-        // Deliveries still queued get no verdict and are redelivered later.
-        drop(rx);
-        running.shutdown().await.map_err(|e| e.to_string())
-    })
+    });
+    let runtime = R::default();
+    let mut seen = 0;
+    loop {
+        if options.count.is_some_and(|count| seen >= count) {
+            break;
+        }
+        let next = match options.idle_exit {
+            Some(idle) => {
+                let timer = runtime.sleep_until(runtime.now() + idle);
+                match future::select(rx.next(), timer).await {
+                    Either::Left((next, _)) => next,
+                    Either::Right(((), _)) => break,
+                }
+            }
+            None => rx.next().await,
+        };
+        let Some(item) = next else { break };
+        emit(item.json);
+        if let Some(live) = live {
+            live.record(&item.store_host, item.queue_id, item.queue_offset);
+        }
+        seen += 1;
+        let _ = item.verdict.send(true);
+    }
+    // Deliveries still queued get no verdict and are redelivered later.
+    drop(rx);
+    running.shutdown().await.map_err(|e| e.to_string())
+}
+
+/// What the consumer has read so far, shared with the thread that draws the live line.
+#[derive(Debug, Default)]
+struct Seen {
+    count: AtomicU64,
+    /// Per (broker address, queue id): the offset after the last message printed.
+    next: Mutex<BTreeMap<(String, i32), i64>>,
+}
+
+/// The live status line of `rmq consume`: once a second, the messages printed, the rate over
+/// the last second, and the lag (messages stored but not yet read: per queue, the broker's
+/// max offset minus the offset after the last message read, or minus the committed offset for a
+/// queue not read from yet). Drawn on standard error by a thread of its own; erased by
+/// [`LiveLine::stop`].
+#[derive(Debug)]
+pub struct LiveLine {
+    seen: Arc<Seen>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveLine {
+    /// Starts drawing for `options`' group and topic.
+    pub fn start(options: &ConsumeOptions) -> Self {
+        let seen = Arc::new(Seen::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (namesrv, group, topic) = (
+            options.namesrv.clone(),
+            options.group.clone(),
+            options.topic.clone(),
+        );
+        let thread = {
+            let seen = Arc::clone(&seen);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut last = (Instant::now(), 0);
+                while !sleep_unless_stopped(&stop, Duration::from_secs(1)) {
+                    let count = seen.count.load(Ordering::Relaxed);
+                    let now = Instant::now();
+                    let rate = (count - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
+                    last = (now, count);
+                    let lag = lag(&namesrv, &group, &topic, &seen)
+                        .map_or_else(|e| format!("? ({e})"), |lag| lag.to_string());
+                    progress::draw(&format!("consumed {count} ({rate:.0} msg/s), lag {lag}"));
+                }
+                progress::clear();
+            })
+        };
+        Self {
+            seen,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Notes that the message at `queue_offset` of queue `queue_id` on broker `store_host` was
+    /// printed.
+    pub fn record(&self, store_host: &str, queue_id: i32, queue_offset: i64) {
+        self.seen.count.fetch_add(1, Ordering::Relaxed);
+        let mut next = self
+            .seen
+            .next
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let entry = next.entry((store_host.to_owned(), queue_id)).or_default();
+        *entry = (*entry).max(queue_offset + 1);
+    }
+
+    /// Stops drawing and erases the line.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Sleeps `duration` in short steps; true as soon as `stop` is set.
+fn sleep_unless_stopped(stop: &AtomicBool, duration: Duration) -> bool {
+    let step = Duration::from_millis(50);
+    let deadline = Instant::now() + duration;
+    while Instant::now() < deadline {
+        if stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        std::thread::sleep(step);
+    }
+    stop.load(Ordering::Relaxed)
+}
+
+/// The lag of the topic for the live line (see [`LiveLine`]).
+fn lag(namesrv: &str, group: &str, topic: &str, seen: &Seen) -> Result<i64, admin::AdminError> {
+    let route = admin::route(namesrv, topic)?;
+    let queues = admin::offsets(namesrv, group, topic)?;
+    let next = seen.next.lock().unwrap_or_else(PoisonError::into_inner);
+    Ok(queues
+        .iter()
+        .map(|queue| {
+            let read = route
+                .master_addr(&queue.broker_name)
+                .and_then(|addr| next.get(&(addr.to_owned(), queue.queue_id)))
+                .copied();
+            let start = queue.committed_offset.unwrap_or(queue.min_offset);
+            (queue.max_offset - read.map_or(start, |read| read.max(start))).max(0)
+        })
+        .sum())
 }

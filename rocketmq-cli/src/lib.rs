@@ -6,3 +6,4 @@ pub mod blocking;
 pub mod consume;
 pub mod decode;
 pub mod produce;
+pub mod progress;

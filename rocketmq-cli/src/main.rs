@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, consume, decode, produce};
+use rmq_cli::{admin, consume, decode, produce, progress};
 
 #[derive(Parser)]
 #[command(
@@ -40,7 +40,8 @@ enum Cmd {
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
     },
-    /// Send messages to a topic, round robin over its queues.
+    /// Send messages to a topic, round robin over its queues (or to one queue, in order, with
+    /// --sharding-key). Shows a progress bar on a terminal; prints count, rate and errors.
     Produce {
         /// The topic.
         #[arg(long)]
@@ -57,14 +58,21 @@ enum Cmd {
         /// The keys of every message (space-separated).
         #[arg(long)]
         keys: Option<String>,
+        /// Send every message to the queue this key hashes to, one at a time, in order.
+        #[arg(long)]
+        sharding_key: Option<String>,
         /// The body text; `{i}` becomes the message's index.
         #[arg(long)]
         body: Option<String>,
+        /// Sends in flight at once (without --sharding-key).
+        #[arg(long, default_value_t = 32)]
+        in_flight: usize,
         /// Name server address; also NAMESRV_ADDR.
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
     },
     /// Consume a topic and print one JSON line per message; commits offsets before exiting.
+    /// On a terminal, a status line on stderr shows the rate and the lag once a second.
     Consume {
         /// The consumer group.
         #[arg(long)]
@@ -84,6 +92,9 @@ enum Cmd {
         /// Exit after this many seconds without a message.
         #[arg(long)]
         idle_exit: Option<u64>,
+        /// The async runtime: tokio or smol.
+        #[arg(long, default_value = "tokio")]
+        runtime: consume::RuntimeKind,
         /// Name server address; also NAMESRV_ADDR.
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
@@ -199,7 +210,9 @@ fn run(command: Cmd) -> Result<(), String> {
             size,
             tag,
             keys,
+            sharding_key,
             body,
+            in_flight,
             namesrv,
         } => {
             let options = produce::ProduceOptions {
@@ -208,19 +221,22 @@ fn run(command: Cmd) -> Result<(), String> {
                 size,
                 tag,
                 keys,
+                sharding_key,
                 body,
+                in_flight,
             };
-            let summary =
-                produce::produce(&namesrv, &options, |_| {}).map_err(|e| e.to_string())?;
-            eprintln!(
-                "sent {} messages in {:.2} s ({:.0} msg/s), {} errors",
-                summary.sent,
-                summary.seconds,
-                summary.sent as f64 / summary.seconds.max(1e-9),
-                summary.errors
-            );
-            if summary.errors > 0 {
-                return Err(format!("{} messages were not stored", summary.errors));
+            let mut bar = progress::ProgressBar::new(count, progress::stderr_is_terminal());
+            let result = produce::produce(&namesrv, &options, |done, errors| {
+                bar.update(done, errors);
+            });
+            bar.finish();
+            let summary = result.map_err(|e| e.to_string())?;
+            eprintln!("{}", summary.line());
+            if let Some(first) = &summary.first_error {
+                return Err(format!(
+                    "{} messages were not stored (first: {first})",
+                    summary.errors
+                ));
             }
         }
         Cmd::Consume {
@@ -230,6 +246,7 @@ fn run(command: Cmd) -> Result<(), String> {
             from,
             count,
             idle_exit,
+            runtime,
             namesrv,
         } => {
             let from = match from.as_str() {
@@ -252,13 +269,19 @@ fn run(command: Cmd) -> Result<(), String> {
                 from,
                 count,
                 idle_exit: idle_exit.map(std::time::Duration::from_secs),
+                runtime,
             };
+            let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;
-            let report = consume::consume(&options, |value| {
+            let result = consume::consume(&options, live.as_ref(), |value| {
                 if write_error.is_none() {
                     write_error = writeln!(out, "{value}").and_then(|()| out.flush()).err();
                 }
-            })?;
+            });
+            if let Some(live) = live {
+                live.stop();
+            }
+            let report = result?;
             if let Some(e) = write_error {
                 return Err(format!("stdout: {e}"));
             }

@@ -1,15 +1,25 @@
-//! `rmq produce`: send messages to a topic, round robin over its writable queues, one at a
-//! time per broker connection (enough for tests and demos; this is not a producer library).
+//! `rmq produce`: send messages to a topic with the tokio [`Producer`], round robin over its
+//! queues with several sends in flight, or all to one queue, in order, with a sharding key.
 
-use std::collections::BTreeMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use proto::headers::{SendMessageRequestV2, SendMessageResponse};
-use proto::message::OutgoingMessage;
-use proto::{Command, RequestCode, ResponseCode};
+use futures_util::StreamExt;
+use rocketmq_tokio::{ConfigError, Producer, ProducerMessage, SendError};
 
-use crate::admin::{self, AdminError, TIMEOUT};
-use crate::blocking::BlockingClient;
+/// Why `rmq produce` stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProduceError {
+    /// The tokio runtime could not start.
+    #[error("tokio runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+    /// The producer's configuration was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A send failed in a way every other would (unknown topic, invalid message).
+    #[error(transparent)]
+    Send(#[from] SendError),
+}
 
 /// What to send.
 #[derive(Clone, Debug)]
@@ -24,8 +34,12 @@ pub struct ProduceOptions {
     pub tag: Option<String>,
     /// The keys of every message.
     pub keys: Option<String>,
+    /// The sharding key of every message: all go to its queue, one at a time, in order.
+    pub sharding_key: Option<String>,
     /// The body text (`{i}` is replaced by the message's index).
     pub body: Option<String>,
+    /// Sends in flight at once without a sharding key (at least 1).
+    pub in_flight: usize,
 }
 
 /// What was sent.
@@ -35,81 +49,107 @@ pub struct ProduceSummary {
     pub sent: usize,
     /// Messages refused or lost.
     pub errors: usize,
+    /// Body bytes stored.
+    pub bytes: usize,
     /// Seconds taken.
     pub seconds: f64,
+    /// The first failure, when there were any.
+    pub first_error: Option<String>,
 }
 
-/// Sends `options.count` messages, calling `progress(done)` after each.
+impl ProduceSummary {
+    /// The final line `rmq produce` prints: count, rate and errors.
+    pub fn line(&self) -> String {
+        let seconds = self.seconds.max(1e-9);
+        format!(
+            "sent {} messages in {:.2} s ({:.0} msg/s, {:.2} MB/s), {} errors",
+            self.sent,
+            self.seconds,
+            self.sent as f64 / seconds,
+            self.bytes as f64 / seconds / 1e6,
+            self.errors
+        )
+    }
+}
+
+/// Message `i` of `options`.
+fn message(options: &ProduceOptions, i: usize) -> ProducerMessage {
+    let body = match &options.body {
+        Some(text) => text.replace("{i}", &i.to_string()).into_bytes(),
+        None => vec![b'x'; options.size],
+    };
+    let mut message = ProducerMessage::new(body);
+    if let Some(tag) = &options.tag {
+        message = message.with_tag(tag.clone());
+    }
+    if let Some(keys) = &options.keys {
+        message = message.with_keys(keys.clone());
+    }
+    if let Some(key) = &options.sharding_key {
+        message = message.with_sharding_key(key.clone());
+    }
+    message
+}
+
+/// Whether every later send would fail the same way, so going on is pointless.
+fn is_fatal(error: &SendError) -> bool {
+    matches!(
+        error,
+        SendError::NoRoute { .. }
+            | SendError::NoWritableQueue { .. }
+            | SendError::InvalidMessage(_)
+            | SendError::Closed
+    )
+}
+
+/// Sends `options.count` messages through name server `namesrv`, calling `progress(done,
+/// errors)` after each. Fails at once on an error every message would meet (unknown topic,
+/// invalid message); other failures are counted and sending goes on.
 pub fn produce(
     namesrv: &str,
     options: &ProduceOptions,
-    mut progress: impl FnMut(usize),
-) -> Result<ProduceSummary, AdminError> {
-    let route = admin::route(namesrv, &options.topic)?;
-    let queues = route.publish_queues(&options.topic);
-    if queues.is_empty() {
-        return Err(AdminError::Body(format!(
-            "topic {} has no writable queue",
-            options.topic
-        )));
-    }
-    let mut clients: BTreeMap<String, BlockingClient> = BTreeMap::new();
-    let started = Instant::now();
-    let mut summary = ProduceSummary::default();
-    for i in 0..options.count {
-        let queue = &queues[i % queues.len()];
-        let addr = route
-            .master_addr(queue.broker_name())
-            .ok_or_else(|| AdminError::Body(format!("no master for {}", queue.broker_name())))?
-            .to_owned();
-        let body = match &options.body {
-            Some(text) => text.replace("{i}", &i.to_string()).into_bytes(),
-            None => vec![b'x'; options.size],
-        };
-        let mut message = OutgoingMessage::new(options.topic.clone(), body.clone());
-        if let Some(tag) = &options.tag {
-            message.set_tags(tag.clone());
-        }
-        if let Some(keys) = &options.keys {
-            message.set_keys(keys.clone());
-        }
-        let header = SendMessageRequestV2 {
-            producer_group: "rmq-producer".to_owned(),
-            topic: options.topic.clone(),
-            default_topic: "TBW102".to_owned(),
-            default_topic_queue_nums: 4,
-            queue_id: queue.queue_id(),
-            sys_flag: 0,
-            born_timestamp: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or_default(),
-            flag: 0,
-            properties: Some(message.encoded_properties()),
-            ..SendMessageRequestV2::default()
-        };
-        let client = match clients.entry(addr.clone()) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(BlockingClient::connect(&addr, TIMEOUT)?)
+    mut progress: impl FnMut(usize, usize),
+) -> Result<ProduceSummary, ProduceError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let producer = Producer::builder("rmq-producer")
+        .name_server(namesrv)
+        .build()?;
+    // A sharding key promises order, which only one send at a time keeps.
+    let in_flight = if options.sharding_key.is_some() {
+        1
+    } else {
+        options.in_flight.max(1)
+    };
+    runtime.block_on(async {
+        let started = Instant::now();
+        let mut summary = ProduceSummary::default();
+        let producer = &producer;
+        let mut sends = futures_util::stream::iter(0..options.count)
+            .map(|i| {
+                let message = message(options, i);
+                let len = message.as_outgoing().body.len();
+                async move { (len, producer.send(&options.topic, message).await) }
+            })
+            .buffer_unordered(in_flight);
+        let mut done = 0;
+        while let Some((len, result)) = sends.next().await {
+            done += 1;
+            match result {
+                Ok(_) => {
+                    summary.sent += 1;
+                    summary.bytes += len;
+                }
+                Err(error) if is_fatal(&error) => return Err(error.into()),
+                Err(error) => {
+                    summary.errors += 1;
+                    summary.first_error.get_or_insert_with(|| error.to_string());
+                }
             }
-        };
-        let request = Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(body);
-        match client.call(request, TIMEOUT) {
-            Ok(response)
-                if response.response_code() == ResponseCode::SUCCESS
-                    && response.header::<SendMessageResponse>().is_ok() =>
-            {
-                summary.sent += 1;
-            }
-            Ok(_) => summary.errors += 1,
-            Err(_) => {
-                summary.errors += 1;
-                clients.remove(&addr);
-            }
+            progress(done, summary.errors);
         }
-        progress(i + 1);
-    }
-    summary.seconds = started.elapsed().as_secs_f64();
-    Ok(summary)
+        summary.seconds = started.elapsed().as_secs_f64();
+        Ok(summary)
+    })
 }

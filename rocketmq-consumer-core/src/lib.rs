@@ -48,6 +48,7 @@ pub mod config;
 mod conn;
 pub mod consumer;
 pub mod output;
+pub mod producer;
 pub mod pull;
 pub mod queue;
 pub mod rebalance;

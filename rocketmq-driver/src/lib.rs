@@ -13,9 +13,15 @@
 //! - each `Output::Deliver` runs the user's handler on its own task. The core bounds deliveries
 //!   in flight (`max_in_flight_deliveries`, 20 by default), so that bounds the handlers too.
 //!
-//! Users reach this through an adapter crate: `rocketmq_tokio::PushConsumer::builder("g")`.
+//! The [`Producer`] is shared the same way: `consumer_core::producer` decides routes, queues,
+//! requests and retries; this crate sends the requests and waits for the answers.
+//!
+//! Users reach this through an adapter crate: `rocketmq_tokio::PushConsumer::builder("g")`,
+//! `rocketmq_tokio::Producer::builder("g")`.
 
+mod client;
 mod driver;
+mod producer;
 mod runtime;
 
 use std::future::Future;
@@ -26,9 +32,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_channel::{mpsc, oneshot};
 
+pub use consumer_core::producer::{
+    ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
+};
 pub use consumer_core::{
     ConfigError, ConsumeOutcome, ConsumerConfig, Event, MessageQueue, ShutdownReport,
 };
+pub use producer::{Producer, ProducerBuilder};
 pub use proto::message::Message;
 pub use runtime::{BoxFuture, Runtime};
 
@@ -38,7 +48,8 @@ use crate::driver::{Driver, EventSink, Handler, Input};
 pub mod prelude {
     pub use crate::{
         ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, DriverStopped, Event, Message,
-        MessageQueue, RunningConsumer, Runtime, ShutdownReport,
+        MessageQueue, ProducerConfig, ProducerMessage, RunningConsumer, Runtime, SendError,
+        SendResult, SendStatus, ShutdownReport,
     };
 }
 

@@ -23,6 +23,23 @@
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The [`Producer`] has the same API as on tokio:
+//!
+//! ```no_run
+//! use rocketmq_smol::{Producer, ProducerMessage};
+//!
+//! smol::block_on(async {
+//!     let producer = Producer::builder("my-producers")
+//!         .name_server("127.0.0.1:9876")
+//!         .build()?;
+//!     let batch = (0..10).map(|i| ProducerMessage::new(format!("step {i}")).with_sharding_key("job-7"));
+//!     let result = producer.send_batch("TopicTest", batch).await?;
+//!     println!("{} messages from #{}", result.msg_ids.len(), result.queue_offset);
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Tasks go to `smol::spawn`: smol's global executor, which runs on its own threads (see
 //! `SMOL_THREADS`). So the consumer needs no particular executor around it: it works from
 //! `smol::block_on`, from async-std's `task::block_on` or `#[async_std::main]`, or from a plain
@@ -40,6 +57,12 @@ pub type PushConsumer = driver::PushConsumer<SmolRuntime>;
 
 /// How a smol [`PushConsumer`] is configured.
 pub type PushConsumerBuilder = driver::PushConsumerBuilder<SmolRuntime>;
+
+/// A producer on smol (or async-std).
+pub type Producer = driver::Producer<SmolRuntime>;
+
+/// How a smol [`Producer`] is configured.
+pub type ProducerBuilder = driver::ProducerBuilder<SmolRuntime>;
 
 /// The consumer's runtime on smol: the global executor, `async-io` timers, the system clock,
 /// and `async-net` TCP streams (already `futures-io` streams).

@@ -26,8 +26,27 @@
 //! # }
 //! ```
 //!
-//! Start consumers inside a tokio runtime (with the `time` and `io` drivers enabled): the
-//! driver spawns its tasks with `tokio::spawn`. Tokio's clock is used throughout, so a runtime
+//! The [`Producer`] sends and waits for the broker to store each message:
+//!
+//! ```no_run
+//! use rocketmq_tokio::{Producer, ProducerMessage};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let producer = Producer::builder("my-producers")
+//!     .name_server("127.0.0.1:9876")
+//!     .build()?;
+//! // Round robin over the topic's queues:
+//! producer.send("TopicTest", "hello").await?;
+//! // Every message of order 42 on one queue, in the order sent:
+//! let message = ProducerMessage::new("paid").with_tag("TagA").with_sharding_key("order-42");
+//! let result = producer.send("TopicTest", message).await?;
+//! println!("stored at {:?} #{}", result.queue, result.queue_offset);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Start consumers and producers inside a tokio runtime (with the `time` and `io` drivers
+//! enabled): the driver spawns its tasks with `tokio::spawn`. Tokio's clock is used throughout, so a runtime
 //! with paused time drives the consumer consistently.
 
 use std::io;
@@ -44,6 +63,12 @@ pub type PushConsumer = driver::PushConsumer<TokioRuntime>;
 
 /// The builder of a [`PushConsumer`] on tokio.
 pub type PushConsumerBuilder = driver::PushConsumerBuilder<TokioRuntime>;
+
+/// A producer on tokio.
+pub type Producer = driver::Producer<TokioRuntime>;
+
+/// The builder of a [`Producer`] on tokio.
+pub type ProducerBuilder = driver::ProducerBuilder<TokioRuntime>;
 
 /// The consumer's runtime on tokio: `tokio::spawn`, tokio's timer and clock, and
 /// `tokio::net::TcpStream` seen through `tokio_util::compat` as a `futures-io` stream.

@@ -1,0 +1,655 @@
+//! End-to-end benchmark against the local broker (`scripts/broker start`; `NAMESRV_ADDR`,
+//! default `127.0.0.1:9876`):
+//!
+//! 1. fills a fresh 8-queue topic with a backlog (`E2E_MESSAGES`, 30 000, of `E2E_SIZE`, 1024
+//!    bytes) with the producer, before anything is timed;
+//! 2. drains it, `E2E_RUNS` (5) times each, (a) with a bare pull loop: one `PULL_MESSAGE` of 32 in flight per queue and
+//!    nothing else, the ceiling; (b) with the push consumer on tokio; (c) on smol. Each runs in a
+//!    child process (this program re-executed with a role), which reports its wall time, CPU
+//!    seconds (user + sys, `/proc/self/stat`) over the drain and peak RSS (`VmHWM`);
+//! 3. measures (d) produce-to-consume latency with long polling: a push consumer idle on an
+//!    empty topic, messages sent one at a time at a modest rate, latency = receive time - born
+//!    timestamp; and (e) the time from starting a process to its first delivered message, for a
+//!    new group consuming the backlog from the first offset;
+//!
+//! then prints one table. Run with `cargo run --release -p rocketmq-benches --bin e2e`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command as Process, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use rocketmq_proto::headers::{PullMessageRequest, PullMessageResponse, pull_sys_flag};
+use rocketmq_proto::message::{DecodeOptions, decode_messages};
+use rocketmq_proto::{Command, FrameDecoder, HeaderEncoding, RequestCode, ResponseCode, frame};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Queues of the backlog topic.
+const QUEUES: i32 = 8;
+/// Messages per pull (the push consumer's default too).
+const PULL_BATCH: i32 = 32;
+/// Messages per batch while filling, and batches in flight.
+const FILL_BATCH: usize = 32;
+const FILL_IN_FLIGHT: usize = 8;
+/// Latency run: messages, and the pause between two sends.
+const LATENCY_MESSAGES: usize = 200;
+const LATENCY_INTERVAL: Duration = Duration::from_millis(25);
+/// How long a child may take before the benchmark gives up on it.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("child") {
+        child(&args[2..]);
+    } else {
+        parent();
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn stamp() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or_default()
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+fn parent() {
+    let namesrv = std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| "127.0.0.1:9876".to_owned());
+    if let Err(e) = rmq_cli::admin::cluster_info(&namesrv) {
+        eprintln!(
+            "e2e: no name server answers at {namesrv} ({e}); start the local cluster with \
+             `scripts/broker start`"
+        );
+        std::process::exit(2);
+    }
+    let messages: usize = env_or("E2E_MESSAGES", 30_000);
+    let size: usize = env_or("E2E_SIZE", 1024);
+    let topic = format!("e2e-{}", stamp());
+    let route = rmq_cli::admin::create_topic(&namesrv, &topic, QUEUES)
+        .unwrap_or_else(|e| panic!("create topic {topic}: {e}"));
+    let brokers: Vec<&str> = route
+        .broker_datas
+        .iter()
+        .filter_map(|b| b.master_addr())
+        .collect();
+    eprintln!("e2e: filling {topic} with {messages} messages of {size} B ...");
+    let fill = fill(&namesrv, &topic, messages, size);
+    eprintln!(
+        "e2e: filled in {:.1} s ({:.0} msg/s)",
+        fill.as_secs_f64(),
+        messages as f64 / fill.as_secs_f64()
+    );
+    let queues = rmq_cli::admin::offsets(&namesrv, "e2e-probe", &topic)
+        .unwrap_or_else(|e| panic!("offsets of {topic}: {e}"));
+    let stored: i64 = queues.iter().map(|q| q.max_offset - q.min_offset).sum();
+    assert_eq!(
+        stored, messages as i64,
+        "the broker holds another number of messages than sent: {queues:?}"
+    );
+
+    // A drain takes well under a second, so one run is noisy: each is repeated (a new group
+    // each time) and the median by wall time is shown, with the range of rates beside it.
+    let repeats: usize = env_or("E2E_RUNS", 5).max(1);
+    let mut runs = Vec::new();
+    for (label, role) in [
+        ("(a) bare pull loop", "bare"),
+        ("(b) push consumer, tokio", "tokio"),
+        ("(c) push consumer, smol", "smol"),
+    ] {
+        eprintln!("e2e: {label}, {repeats} runs ...");
+        let mut reports: Vec<Report> = (0..repeats)
+            .map(|_| run_child(role, &namesrv, &topic, messages))
+            .collect();
+        reports.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        let range = (
+            reports.last().map_or(0.0, Report::rate),
+            reports.first().map_or(0.0, Report::rate),
+        );
+        let median = reports.swap_remove(reports.len() / 2);
+        runs.push((label, median, range));
+    }
+    eprintln!("e2e: (e) first message of a new group ...");
+    let first = first_message(&namesrv, &topic);
+    eprintln!("e2e: (d) latency ...");
+    let latency = tokio_runtime().block_on(latency(&namesrv));
+
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!();
+    println!(
+        "e2e: {messages} messages x {size} B backlog on {topic} ({QUEUES} queues, broker {}), \
+         {cores} cores",
+        brokers.join(", ")
+    );
+    println!(
+        "fill (not timed below): {:.1} s, {:.0} msg/s, batches of {FILL_BATCH}, {FILL_IN_FLIGHT} in flight",
+        fill.as_secs_f64(),
+        messages as f64 / fill.as_secs_f64()
+    );
+    println!();
+    println!(
+        "{:<26} {:>9} {:>15} {:>7} {:>8} {:>8} {:>7} {:>11} {:>13}",
+        "drain (median of runs)",
+        "msg/s",
+        "msg/s range",
+        "MB/s",
+        "vs bare",
+        "wall s",
+        "CPU s",
+        "CPU µs/msg",
+        "peak RSS MiB"
+    );
+    let bare_rate = runs.first().map_or(1.0, |(_, r, _)| r.rate());
+    for (label, r, (low, high)) in &runs {
+        println!(
+            "{label:<26} {:>9.0} {:>15} {:>7.1} {:>7.0}% {:>8.2} {:>7.2} {:>11.1} {:>13.1}",
+            r.rate(),
+            format!("{low:.0}-{high:.0}"),
+            r.bytes as f64 / r.seconds / 1e6,
+            100.0 * r.rate() / bare_rate,
+            r.seconds,
+            r.cpu_seconds,
+            r.cpu_seconds * 1e6 / r.messages as f64,
+            r.peak_rss_kb as f64 / 1024.0,
+        );
+    }
+    println!();
+    println!(
+        "(d) produce->consume latency, long polling, {} messages one at a time every {} ms \
+         (tokio): p50 {} ms, p99 {} ms, max {} ms",
+        latency.len(),
+        LATENCY_INTERVAL.as_millis(),
+        percentile(&latency, 50),
+        percentile(&latency, 99),
+        latency.last().copied().unwrap_or_default(),
+    );
+    println!(
+        "(e) process start -> first delivered message, new group from first (tokio): {:.0} ms \
+         (of which {:.0} ms after main() started)",
+        first.0.as_secs_f64() * 1e3,
+        first.1
+    );
+    println!(
+        "tokio: multi-thread runtime, {cores} workers; smol: global executor with SMOL_THREADS={}; \
+         push consumers with the core's defaults (pulls of {PULL_BATCH}, 1 message per handler \
+         call, 20 handler calls in flight)",
+        smol_threads(cores)
+    );
+}
+
+/// `SMOL_THREADS` for the smol child: the user's, else one per core like tokio's workers.
+fn smol_threads(cores: usize) -> String {
+    std::env::var("SMOL_THREADS").unwrap_or_else(|_| cores.max(1).to_string())
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+/// Sends the backlog, pipelined, and returns how long it took.
+fn fill(namesrv: &str, topic: &str, messages: usize, size: usize) -> Duration {
+    tokio_runtime().block_on(async {
+        let producer = rocketmq_tokio::Producer::builder("e2e-fill")
+            .name_server(namesrv)
+            .send_timeout(Duration::from_secs(30))
+            .build()
+            .expect("the producer's configuration is valid");
+        let started = Instant::now();
+        let body = vec![b'x'; size];
+        let batches: Vec<usize> = (0..messages)
+            .step_by(FILL_BATCH)
+            .map(|start| FILL_BATCH.min(messages - start))
+            .collect();
+        let producer = &producer;
+        let mut sends = futures_util::stream::iter(batches)
+            .map(|n| {
+                let batch = (0..n).map(|_| body.clone());
+                async move { producer.send_batch(topic, batch).await }
+            })
+            .buffer_unordered(FILL_IN_FLIGHT);
+        while let Some(result) = sends.next().await {
+            result.unwrap_or_else(|e| panic!("fill {topic}: {e}"));
+        }
+        started.elapsed()
+    })
+}
+
+/// What a child reports.
+#[derive(Debug)]
+struct Report {
+    messages: u64,
+    bytes: u64,
+    seconds: f64,
+    cpu_seconds: f64,
+    peak_rss_kb: u64,
+}
+
+impl Report {
+    fn rate(&self) -> f64 {
+        self.messages as f64 / self.seconds
+    }
+
+    fn from_json(value: &Value) -> Self {
+        let num = |key: &str| {
+            value[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("child report without {key}: {value}"))
+        };
+        Self {
+            messages: num("messages") as u64,
+            bytes: num("bytes") as u64,
+            seconds: num("seconds"),
+            cpu_seconds: num("cpu_seconds"),
+            peak_rss_kb: num("peak_rss_kb") as u64,
+        }
+    }
+}
+
+fn spawn_child(role: &str, args: &[&str]) -> std::process::Child {
+    let exe = std::env::current_exe().expect("the benchmark knows its own path");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Process::new(exe)
+        .arg("child")
+        .arg(role)
+        .args(args)
+        .env("SMOL_THREADS", smol_threads(cores))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start the {role} child: {e}"))
+}
+
+/// Runs a drain child and returns its report.
+fn run_child(role: &str, namesrv: &str, topic: &str, messages: usize) -> Report {
+    let mut child = spawn_child(role, &[namesrv, topic, &messages.to_string()]);
+    let stdout = child.stdout.take().expect("the child's stdout is piped");
+    let line = read_line_within(stdout, CHILD_TIMEOUT)
+        .unwrap_or_else(|| panic!("the {role} child reported nothing within {CHILD_TIMEOUT:?}"));
+    let status = child.wait().expect("the child is waited for");
+    assert!(status.success(), "the {role} child failed: {status}");
+    Report::from_json(&serde_json::from_str(&line).expect("the child reports JSON"))
+}
+
+/// The first line `stdout` gives within `timeout`.
+fn read_line_within(
+    stdout: impl std::io::Read + Send + 'static,
+    timeout: Duration,
+) -> Option<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(read.ok().filter(|n| *n > 0).map(|_| line));
+    });
+    rx.recv_timeout(timeout).ok().flatten()
+}
+
+/// (e): from spawning a process to its first delivered message; and the child's own time from
+/// `main` to that message, in ms.
+fn first_message(namesrv: &str, topic: &str) -> (Duration, f64) {
+    let started = Instant::now();
+    let mut child = spawn_child("first", &[namesrv, topic, "1"]);
+    let stdout = child.stdout.take().expect("the child's stdout is piped");
+    let line = read_line_within(stdout, CHILD_TIMEOUT)
+        .unwrap_or_else(|| panic!("no first message within {CHILD_TIMEOUT:?}"));
+    let elapsed = started.elapsed();
+    let status = child.wait().expect("the child is waited for");
+    assert!(status.success(), "the first-message child failed: {status}");
+    let report: Value = serde_json::from_str(&line).expect("the child reports JSON");
+    (
+        elapsed,
+        report["since_main_ms"].as_f64().unwrap_or(f64::NAN),
+    )
+}
+
+/// (d): latencies in ms, sorted.
+async fn latency(namesrv: &str) -> Vec<i64> {
+    let topic = format!("e2e-latency-{}", stamp());
+    {
+        let (namesrv, topic) = (namesrv.to_owned(), topic.clone());
+        tokio::task::spawn_blocking(move || rmq_cli::admin::create_topic(&namesrv, &topic, QUEUES))
+            .await
+            .expect("the topic task runs")
+            .unwrap_or_else(|e| panic!("create the latency topic: {e}"));
+    }
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let assigned = Arc::new(AtomicU64::new(0));
+    let running = {
+        let latencies = Arc::clone(&latencies);
+        let assigned = Arc::clone(&assigned);
+        rocketmq_tokio::PushConsumer::builder(format!("e2e-latency-{}", stamp()))
+            .name_server(namesrv)
+            .subscribe(topic.clone(), "*")
+            .consume_from(rocketmq_tokio::ConsumeFrom::First)
+            .build()
+            .expect("the consumer's configuration is valid")
+            .on_event(move |event| {
+                if let rocketmq_tokio::Event::Assigned(queues) = event {
+                    assigned.fetch_add(queues.len() as u64, Ordering::Relaxed);
+                }
+            })
+            .start_concurrently(move |messages| {
+                let latencies = Arc::clone(&latencies);
+                async move {
+                    let now = unix_ms();
+                    let mut latencies = latencies.lock().unwrap_or_else(PoisonError::into_inner);
+                    for message in &messages {
+                        latencies.push(now - message.born_timestamp());
+                    }
+                    rocketmq_tokio::ConsumeOutcome::Success
+                }
+            })
+    };
+    // Idle: every queue owned and its first pull parked at the broker (long polling).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while assigned.load(Ordering::Relaxed) < QUEUES as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "the latency consumer got no queues"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let producer = rocketmq_tokio::Producer::builder("e2e-latency")
+        .name_server(namesrv)
+        .build()
+        .expect("the producer's configuration is valid");
+    for i in 0..LATENCY_MESSAGES {
+        producer
+            .send(&topic, format!("latency {i}"))
+            .await
+            .unwrap_or_else(|e| panic!("send latency message {i}: {e}"));
+        tokio::time::sleep(LATENCY_INTERVAL).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = latencies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        if got >= LATENCY_MESSAGES {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {got} of {LATENCY_MESSAGES} latency messages arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = running.shutdown().await;
+    let mut latencies = latencies
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    latencies.sort_unstable();
+    latencies
+}
+
+/// The `p`th percentile of sorted `values` (nearest rank).
+fn percentile(values: &[i64], p: usize) -> i64 {
+    if values.is_empty() {
+        return 0;
+    }
+    let rank = (p * values.len()).div_ceil(100).max(1);
+    values[rank.min(values.len()) - 1]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Children
+
+fn child(args: &[String]) {
+    let main_started = Instant::now();
+    let arg = |i: usize| {
+        args.get(i)
+            .unwrap_or_else(|| panic!("child arguments: ROLE NAMESRV TOPIC MESSAGES; got {args:?}"))
+            .as_str()
+    };
+    let (role, namesrv, topic) = (arg(0), arg(1), arg(2));
+    let total: u64 = arg(3).parse().expect("MESSAGES is a number");
+    let report = match role {
+        "bare" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+            .block_on(bare(namesrv, topic)),
+        "tokio" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
+            namesrv, topic, total, None,
+        )),
+        "smol" => smol::block_on(push::<rocketmq_smol::SmolRuntime>(
+            namesrv, topic, total, None,
+        )),
+        "first" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
+            namesrv,
+            topic,
+            1,
+            Some(main_started),
+        )),
+        other => panic!("unknown child role {other}"),
+    };
+    println!("{report}");
+    if role == "first" {
+        // The measurement is taken; shutting the consumer down would only add noise.
+        std::process::exit(0);
+    }
+}
+
+/// User + system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
+/// clock ticks of 1/100 s, Linux's `USER_HZ`).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) may hold spaces; the fields after it are plain.
+    let after_name = stat.rsplit(')').next().unwrap_or_default();
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// Peak resident set size of this process, in KiB (`VmHWM`).
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn drain_report(messages: u64, bytes: u64, started: Instant, cpu_before: f64) -> Value {
+    json!({
+        "messages": messages,
+        "bytes": bytes,
+        "seconds": started.elapsed().as_secs_f64(),
+        "cpu_seconds": cpu_seconds() - cpu_before,
+        "peak_rss_kb": peak_rss_kb(),
+    })
+}
+
+/// (a): every queue pulled from its first offset with one request of [`PULL_BATCH`] in flight
+/// per queue on one connection per broker, messages decoded and counted, until each queue's
+/// pull reaches the queue's end.
+async fn bare(namesrv: &str, topic: &str) -> Value {
+    let route = rmq_cli::admin::route(namesrv, topic).unwrap_or_else(|e| panic!("route: {e}"));
+    let mut by_broker: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for queue in route.subscribe_queues(topic) {
+        let addr = route
+            .master_addr(queue.broker_name())
+            .unwrap_or_else(|| panic!("no master for {}", queue.broker_name()));
+        by_broker
+            .entry(addr.to_owned())
+            .or_default()
+            .push(queue.queue_id());
+    }
+    let group = format!("e2e-bare-{}", stamp());
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    let mut messages = 0;
+    let mut bytes = 0;
+    for (addr, queues) in by_broker {
+        let (m, b) = bare_broker(&addr, &group, topic, &queues).await;
+        messages += m;
+        bytes += b;
+    }
+    drain_report(messages, bytes, started, cpu_before)
+}
+
+fn pull_request(group: &str, topic: &str, queue_id: i32, offset: i64, opaque: i32) -> BytesMut {
+    let header = PullMessageRequest {
+        consumer_group: group.to_owned(),
+        topic: topic.to_owned(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: PULL_BATCH,
+        // The subscription travels in the request, so no heartbeat is needed; no suspend: the
+        // backlog is there, and an empty queue is done.
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        commit_offset: 0,
+        suspend_timeout_millis: 0,
+        subscription: Some("*".to_owned()),
+        sub_version: 0,
+        expression_type: Some("TAG".to_owned()),
+        ..PullMessageRequest::default()
+    };
+    let mut request = Command::request(RequestCode::PULL_MESSAGE, &header);
+    request.opaque = opaque;
+    let mut buf = BytesMut::new();
+    frame::encode(&request, HeaderEncoding::Json, &mut buf).expect("a pull request fits a frame");
+    buf
+}
+
+async fn bare_broker(addr: &str, group: &str, topic: &str, queues: &[i32]) -> (u64, u64) {
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream.set_nodelay(true).expect("TCP_NODELAY can be set");
+    // The opaque of a pull is its queue's index, so answers find their queue directly.
+    let mut pending = queues.len();
+    for (i, &queue_id) in queues.iter().enumerate() {
+        let opaque = i32::try_from(i).expect("queue index fits");
+        stream
+            .write_all(&pull_request(group, topic, queue_id, 0, opaque))
+            .await
+            .expect("write a pull");
+    }
+    let options = DecodeOptions::default();
+    let mut decoder = FrameDecoder::default();
+    let mut buf = BytesMut::with_capacity(1 << 20);
+    let (mut messages, mut bytes) = (0_u64, 0_u64);
+    while pending > 0 {
+        let n = stream
+            .read_buf(&mut buf)
+            .await
+            .expect("read from the broker");
+        assert!(n > 0, "the broker closed the connection");
+        while let Some(response) = decoder.decode(&mut buf).expect("the broker sends frames") {
+            let index = usize::try_from(response.opaque).expect("own opaque");
+            let queue_id = queues[index];
+            let header: PullMessageResponse = response
+                .header()
+                .unwrap_or_else(|e| panic!("pull response of queue {queue_id}: {e}: {response:?}"));
+            match response.response_code() {
+                ResponseCode::SUCCESS => {
+                    let batch = decode_messages(&response.body, &options);
+                    messages += batch.messages.len() as u64;
+                    bytes += batch
+                        .messages
+                        .iter()
+                        .map(|m| m.body().len() as u64)
+                        .sum::<u64>();
+                }
+                ResponseCode::PULL_NOT_FOUND
+                | ResponseCode::PULL_RETRY_IMMEDIATELY
+                | ResponseCode::PULL_OFFSET_MOVED => {}
+                other => panic!("pull of queue {queue_id} answered {other}: {response:?}"),
+            }
+            if header.next_begin_offset >= header.max_offset {
+                pending -= 1;
+            } else {
+                let request = pull_request(
+                    group,
+                    topic,
+                    queue_id,
+                    header.next_begin_offset,
+                    response.opaque,
+                );
+                stream.write_all(&request).await.expect("write a pull");
+            }
+        }
+    }
+    (messages, bytes)
+}
+
+/// (b), (c), (e): a push consumer of a new group on runtime `R`, from the first offset, until
+/// `total` messages were delivered. With `first_since`, reports the time from then to the first
+/// delivery instead of a drain.
+async fn push<R: driver::Runtime>(
+    namesrv: &str,
+    topic: &str,
+    total: u64,
+    first_since: Option<Instant>,
+) -> Value {
+    let counted = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let (done_tx, mut done) = futures_channel::mpsc::unbounded::<()>();
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    let running = {
+        let counted = Arc::clone(&counted);
+        driver::PushConsumer::<R>::builder(format!("e2e-push-{}", stamp()))
+            .name_server(namesrv)
+            .subscribe(topic, "*")
+            .consume_from(driver::ConsumeFrom::First)
+            .build()
+            .expect("the consumer's configuration is valid")
+            .start_concurrently(move |messages: Vec<driver::Message>| {
+                let counted = Arc::clone(&counted);
+                let done = done_tx.clone();
+                async move {
+                    let bytes: u64 = messages.iter().map(|m| m.body().len() as u64).sum();
+                    counted.1.fetch_add(bytes, Ordering::Relaxed);
+                    let n = messages.len() as u64;
+                    let before = counted.0.fetch_add(n, Ordering::Relaxed);
+                    if before < total && before + n >= total {
+                        let _ = done.unbounded_send(());
+                    }
+                    driver::ConsumeOutcome::Success
+                }
+            })
+    };
+    done.next().await;
+    if let Some(since) = first_since {
+        return json!({ "since_main_ms": since.elapsed().as_secs_f64() * 1e3 });
+    }
+    let report = drain_report(
+        counted.0.load(Ordering::Relaxed),
+        counted.1.load(Ordering::Relaxed),
+        started,
+        cpu_before,
+    );
+    let _ = running.shutdown().await;
+    report
+}

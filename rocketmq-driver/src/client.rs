@@ -1,0 +1,271 @@
+//! Request/response connections for the producer: one connection per address, any number of
+//! requests in flight on it, each answer matched to its request by opaque.
+//!
+//! The consumer's driver owns its connections from one task; a producer is called from many
+//! tasks at once, so here each call registers its opaque in the connection's pending table
+//! (behind a short lock, never held across an await) and awaits its own answer. A connection
+//! task reads frames and completes the matching calls; when the connection fails, every call
+//! waiting on it fails with the reason, and the next call opens a new one.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::{mpsc, oneshot};
+use futures_io::{AsyncRead, AsyncWrite};
+use futures_util::future::{self, AbortHandle, Abortable, Either};
+use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+use futures_util::{FutureExt, StreamExt};
+use proto::{Command, FrameDecoder, HeaderEncoding, frame};
+
+use crate::runtime::Runtime;
+
+/// Bytes read from a socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Why a call got no answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CallError {
+    /// The deadline passed first.
+    Timeout,
+    /// The connection could not be opened or broke; the reason as the system gave it.
+    Disconnected(String),
+    /// The request does not fit in a frame; it was not sent.
+    Encode(String),
+}
+
+/// Locks `mutex`, taking over the state a panicking holder left: every critical section here
+/// leaves the tables consistent between statements.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The calls waiting on one connection.
+#[derive(Default)]
+struct Pending {
+    waiting: BTreeMap<i32, oneshot::Sender<Command>>,
+    /// Set once the connection ended: later calls fail at once instead of waiting.
+    closed: Option<String>,
+}
+
+/// One connection: a task owns the socket; callers queue frames and wait on the table.
+struct Conn {
+    id: u64,
+    writes: mpsc::UnboundedSender<Bytes>,
+    pending: Mutex<Pending>,
+    connected: AtomicBool,
+    abort: AbortHandle,
+}
+
+impl Conn {
+    /// Fails every waiting call with `reason` and refuses new ones.
+    fn fail_all(&self, reason: String) {
+        let mut pending = lock(&self.pending);
+        // Dropping the senders wakes each caller, which then reads the reason from `closed`.
+        pending.waiting.clear();
+        pending.closed.get_or_insert(reason);
+    }
+}
+
+type ConnTable = Arc<Mutex<BTreeMap<String, Arc<Conn>>>>;
+
+/// The connections of one producer.
+pub(crate) struct Clients<R: Runtime> {
+    runtime: R,
+    conns: ConnTable,
+    next_opaque: AtomicI32,
+    next_conn: AtomicU64,
+}
+
+impl<R: Runtime> Clients<R> {
+    pub(crate) fn new(runtime: R) -> Self {
+        Self {
+            runtime,
+            conns: Arc::default(),
+            // Java starts at 0 as well; any value works as long as it is unique per connection.
+            next_opaque: AtomicI32::new(1),
+            next_conn: AtomicU64::new(0),
+        }
+    }
+
+    /// Sends `request` to `addr` and waits for its answer until `deadline`.
+    pub(crate) async fn call(
+        &self,
+        addr: &str,
+        mut request: Command,
+        deadline: Instant,
+    ) -> Result<Command, CallError> {
+        request.opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
+        let mut buf = BytesMut::new();
+        frame::encode(&request, HeaderEncoding::Json, &mut buf)
+            .map_err(|e| CallError::Encode(e.to_string()))?;
+        let conn = self.conn(addr);
+        let (answer, answered) = oneshot::channel();
+        {
+            let mut pending = lock(&conn.pending);
+            if let Some(reason) = &pending.closed {
+                return Err(CallError::Disconnected(reason.clone()));
+            }
+            pending.waiting.insert(request.opaque, answer);
+        }
+        // A closed writer means the connection is ending; its task fails the call.
+        let _ = conn.writes.unbounded_send(buf.freeze());
+        let timeout = self.runtime.sleep_until(deadline);
+        match future::select(answered, timeout).await {
+            Either::Left((Ok(response), _)) => Ok(response),
+            Either::Left((Err(_), _)) => Err(CallError::Disconnected(
+                lock(&conn.pending)
+                    .closed
+                    .clone()
+                    .unwrap_or_else(|| "connection closed".to_owned()),
+            )),
+            Either::Right(((), _)) => {
+                lock(&conn.pending).waiting.remove(&request.opaque);
+                if !conn.connected.load(Ordering::Acquire) {
+                    // Still opening after a whole send timeout: the address does not answer.
+                    // Drop it so the next call tries afresh rather than queueing behind it.
+                    self.drop_conn(addr, &conn, "connect timed out");
+                }
+                Err(CallError::Timeout)
+            }
+        }
+    }
+
+    /// Closes every connection; calls in flight fail.
+    pub(crate) fn close(&self) {
+        let conns = std::mem::take(&mut *lock(&self.conns));
+        for conn in conns.values() {
+            conn.abort.abort();
+            conn.fail_all("the producer was closed".to_owned());
+        }
+    }
+
+    fn drop_conn(&self, addr: &str, conn: &Arc<Conn>, reason: &str) {
+        remove_if_same(&self.conns, addr, conn.id);
+        conn.abort.abort();
+        conn.fail_all(reason.to_owned());
+    }
+
+    /// The open connection to `addr`, or a new one whose task starts opening it.
+    fn conn(&self, addr: &str) -> Arc<Conn> {
+        let mut conns = lock(&self.conns);
+        if let Some(conn) = conns.get(addr) {
+            return Arc::clone(conn);
+        }
+        let (writes, queued) = mpsc::unbounded();
+        let (abort, registration) = AbortHandle::new_pair();
+        let conn = Arc::new(Conn {
+            id: self.next_conn.fetch_add(1, Ordering::Relaxed),
+            writes,
+            pending: Mutex::default(),
+            connected: AtomicBool::new(false),
+            abort,
+        });
+        conns.insert(addr.to_owned(), Arc::clone(&conn));
+        drop(conns);
+
+        let task = run_conn(
+            self.runtime.clone(),
+            addr.to_owned(),
+            Arc::clone(&conn),
+            queued,
+            Arc::clone(&self.conns),
+        );
+        self.runtime
+            .spawn(Box::pin(Abortable::new(task, registration).map(drop)));
+        conn
+    }
+}
+
+impl<R: Runtime> Drop for Clients<R> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Removes `addr`'s connection from the table when it is still connection `id` (a newer one
+/// may have replaced it).
+fn remove_if_same(conns: &ConnTable, addr: &str, id: u64) {
+    let mut conns = lock(conns);
+    if conns.get(addr).is_some_and(|c| c.id == id) {
+        conns.remove(addr);
+    }
+}
+
+/// Opens `addr`, writes queued frames and completes calls with the frames read, until either
+/// side fails; then fails the calls left and leaves the table.
+async fn run_conn<R: Runtime>(
+    runtime: R,
+    addr: String,
+    conn: Arc<Conn>,
+    queued: mpsc::UnboundedReceiver<Bytes>,
+    conns: ConnTable,
+) {
+    let reason = match runtime.connect(addr.clone()).await {
+        Err(e) => format!("connect: {e}"),
+        Ok(stream) => {
+            conn.connected.store(true, Ordering::Release);
+            let (reader, writer) = stream.split();
+            let read = Box::pin(read_responses(reader, &conn));
+            let write = Box::pin(write_frames(writer, queued));
+            match future::select(read, write).await {
+                Either::Left((reason, _)) | Either::Right((reason, _)) => reason,
+            }
+        }
+    };
+    remove_if_same(&conns, &addr, conn.id);
+    conn.fail_all(reason);
+}
+
+/// Reads frames and hands each response to the call waiting for its opaque, until the stream
+/// ends or fails; returns why. Requests from the broker (a plain producer is sent none it must
+/// answer) and answers nobody waits for any more (timed out) are dropped.
+async fn read_responses(mut reader: impl AsyncRead + Unpin, conn: &Conn) -> String {
+    let mut decoder = FrameDecoder::default();
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut chunk = vec![0; READ_CHUNK];
+    loop {
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Some(command)) if command.is_response() => {
+                    let waiter = lock(&conn.pending).waiting.remove(&command.opaque);
+                    if let Some(waiter) = waiter {
+                        let _ = waiter.send(command);
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => return format!("bad frame from the peer: {e}"),
+            }
+        }
+        match reader.read(&mut chunk).await {
+            Ok(0) => return "closed by the peer".to_owned(),
+            Err(e) => return format!("read: {e}"),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Writes queued frames, flushing when the queue runs empty, until a write fails; returns why.
+async fn write_frames(
+    mut writer: impl AsyncWrite + Unpin,
+    mut queued: mpsc::UnboundedReceiver<Bytes>,
+) -> String {
+    while let Some(frame) = queued.next().await {
+        if let Err(e) = writer.write_all(&frame).await {
+            return format!("write: {e}");
+        }
+        while let Ok(frame) = queued.try_recv() {
+            if let Err(e) = writer.write_all(&frame).await {
+                return format!("write: {e}");
+            }
+        }
+        if let Err(e) = writer.flush().await {
+            return format!("write: {e}");
+        }
+    }
+    // Every sender is gone: the connection was dropped from the table and nobody can call.
+    "connection closed".to_owned()
+}

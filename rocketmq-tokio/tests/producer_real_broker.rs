@@ -1,0 +1,18 @@
+//! The producer on tokio against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`):
+//! sharded, batched and round-robin sends, read back in per-key order. The scenario is
+//! `rocketmq-driver/tests/support/producer_order.rs`.
+
+#[path = "../../rocketmq-driver/tests/support/producer_order.rs"]
+mod producer_order;
+
+#[test]
+fn tokio_producer_keeps_per_key_order() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(producer_order::sharded_sends_keep_per_key_order::<
+            rocketmq_tokio::TokioRuntime,
+        >("tokio-producer"));
+}
