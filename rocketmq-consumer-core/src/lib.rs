@@ -51,10 +51,11 @@ pub mod rebalance;
 pub mod stats;
 pub mod timer;
 
-pub use config::{ConfigError, ConsumeFrom, ConsumerConfig, MessageModel};
+pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageModel};
 pub use consumer::Consumer;
 pub use output::{
-    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, ShutdownReport,
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled,
+    ShutdownReport,
 };
 pub use proto::MessageQueue;
 pub use stats::{ConsumerStats, QueueStats};

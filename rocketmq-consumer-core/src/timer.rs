@@ -29,6 +29,8 @@ pub enum Timer {
     Lock(u64, u64),
     /// Orderly: a queue's lease may have lapsed: `(queue key, epoch)`.
     LeaseExpiry(u64, u64),
+    /// Send failed messages out of attempts to the retry topic again.
+    Resend,
     /// Concurrent: send back the messages of deliveries that overran `consume_timeout`.
     ConsumeTimeoutScan,
     /// Shutdown stops waiting for in-flight deliveries.

@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use consumer_core::{
-    ConnId, ConsumeFrom, ConsumeOutcome, Consumer, ConsumerConfig, Delivery, DeliveryId, Event,
-    Output, ShutdownReport,
+    ConnId, ConsumeFrom, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Delivery,
+    DeliveryId, Event, MessageModel, Output, ShutdownReport,
 };
-use proto::{Command, FrameDecoder, HeaderEncoding, MessageQueue, frame};
+use proto::headers::SendMessageRequestV2;
+use proto::{Command, FrameDecoder, HeaderEncoding, MessageQueue, RequestCode, ResponseCode, frame};
 
-use crate::sim::{ConnKey, Fault, SimCluster, SimConfig, SimRng};
+use crate::sim::{ConnKey, Fault, SimCluster, SimConfig, SimRng, dlq_topic};
 
 /// What to simulate.
 #[derive(Clone, Debug)]
@@ -39,8 +40,18 @@ pub struct WorldConfig {
     pub latency: (Duration, Duration),
     /// Handler time range.
     pub handler_time: (Duration, Duration),
-    /// Chance (percent) that a handler asks to reconsume later.
+    /// Chance (percent) that a handler asks to reconsume later (or, at random, to retry part
+    /// of its batch, or to suspend).
     pub reconsume_percent: u64,
+    /// Share (percent) of messages whose handler always fails: they must end in the
+    /// dead-letter queue (clustering) or be given up (broadcasting).
+    pub poison_percent: u64,
+    /// How the consumers consume.
+    pub mode: ConsumeMode,
+    /// Clustering or broadcasting.
+    pub model: MessageModel,
+    /// The consumers' `max_reconsume_times`.
+    pub max_reconsume_times: Option<i32>,
     /// Inject faults (connection drops, broker restart, member churn, OFFSET_MOVED,
     /// SYSTEM_BUSY).
     pub faults: bool,
@@ -62,9 +73,41 @@ impl WorldConfig {
             latency: (Duration::from_micros(100), Duration::from_millis(5)),
             handler_time: (Duration::from_micros(50), Duration::from_millis(20)),
             reconsume_percent: 5,
+            poison_percent: 0,
+            mode: ConsumeMode::Concurrent,
+            model: MessageModel::Clustering,
+            max_reconsume_times: None,
             faults: true,
             consumer_config: |c| c,
         }
+    }
+}
+
+impl WorldConfig {
+    /// The seed's variant of the standard run, rotating through the consumer's modes:
+    /// concurrent clustering; the same with poisoned messages and `max_reconsume_times` 2
+    /// (dead-letter path); orderly clustering with poisoned messages; broadcasting with
+    /// poisoned messages.
+    pub fn rotating(seed: u64) -> Self {
+        let mut config = Self::new(seed);
+        match seed % 4 {
+            0 => {}
+            1 => {
+                config.poison_percent = 10;
+                config.max_reconsume_times = Some(2);
+            }
+            2 => {
+                config.mode = ConsumeMode::Orderly;
+                config.poison_percent = 5;
+                config.max_reconsume_times = Some(2);
+            }
+            _ => {
+                config.model = MessageModel::Broadcasting;
+                config.poison_percent = 5;
+                config.max_reconsume_times = Some(2);
+            }
+        }
+        config
     }
 }
 
@@ -81,13 +124,29 @@ enum Ev {
     Join,
 }
 
+/// A delivery whose handler is running.
+#[derive(Debug)]
+struct Outstanding {
+    /// The queue it came from.
+    queue: MessageQueue,
+    /// Where each message was first produced (a retried copy maps to its original).
+    origins: Vec<Option<(MessageQueue, i64)>>,
+}
+
+/// A produced message's place: queue and offset.
+type Position = (MessageQueue, i64);
+
 /// One consumer process.
 #[derive(Debug)]
 pub struct Node {
     /// The consumer.
     pub consumer: Consumer,
     keys: BTreeMap<ConnId, ConnKey>,
-    outstanding: BTreeMap<DeliveryId, Vec<(MessageQueue, i64)>>,
+    outstanding: BTreeMap<DeliveryId, Outstanding>,
+    /// Messages this node's handler consumed (by first position).
+    pub consumed: BTreeSet<Position>,
+    /// Broadcasting: the last offset table the node handed out to store.
+    pub stored: BTreeMap<MessageQueue, i64>,
     /// Set once its shutdown finished.
     pub report: Option<ShutdownReport>,
     shutting_down: bool,
@@ -95,6 +154,8 @@ pub struct Node {
     pub events: Vec<(Instant, Event)>,
     /// Every delivery the consumer handed out, with the time it did.
     pub delivered: Vec<(Instant, Delivery)>,
+    /// Messages the consumer gave up on (`Event::GaveUp`).
+    pub gave_up: BTreeSet<Position>,
     /// While set, the node's handler does not complete deliveries on its own: they wait in
     /// [`Node::held`] until the test completes them ([`World::complete_at`]).
     pub hold: bool,
@@ -124,6 +185,15 @@ pub struct World {
     trace: Vec<String>,
     produced: BTreeMap<MessageQueue, BTreeSet<i64>>,
     acked: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    /// Messages whose retry (or dead-letter) copy a broker confirmed to a consumer.
+    sent_back: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    /// Every produced body and where it was produced.
+    origin: BTreeMap<Bytes, Position>,
+    poison: BTreeSet<Bytes>,
+    /// Send-backs in flight, by connection and opaque: the body they carry.
+    send_backs: BTreeMap<(ConnKey, i32), Bytes>,
+    key_addr: BTreeMap<ConnKey, String>,
+    restarted_at: BTreeMap<String, Instant>,
     deliveries: u64,
     to_produce: usize,
     slow_until: Instant,
@@ -151,6 +221,12 @@ impl World {
             trace: Vec::new(),
             produced: BTreeMap::new(),
             acked: BTreeMap::new(),
+            sent_back: BTreeMap::new(),
+            origin: BTreeMap::new(),
+            poison: BTreeSet::new(),
+            send_backs: BTreeMap::new(),
+            key_addr: BTreeMap::new(),
+            restarted_at: BTreeMap::new(),
             deliveries: 0,
             to_produce: config.messages,
             slow_until: epoch,
@@ -192,8 +268,10 @@ impl World {
     pub fn run(&mut self) {
         let active_end = self.epoch + self.config.active;
         self.run_until(active_end);
-        // Quiet: long enough for a rebalance round, reconnects, redeliveries and long polls.
-        self.run_until(active_end + Duration::from_secs(90));
+        // Quiet: long enough for a rebalance round, reconnects, redeliveries and long polls,
+        // and for poisoned messages to go through their delayed retries.
+        let quiet = if self.config.poison_percent > 0 { 150 } else { 90 };
+        self.run_until(active_end + Duration::from_secs(quiet));
         self.check_final();
     }
 
@@ -254,6 +332,7 @@ impl World {
             Ev::ToCluster(key, bytes) => {
                 if self.cluster.is_connected(key) {
                     let command = decode(&bytes);
+                    self.watch_send_back(key, &command);
                     self.cluster.handle_command(now, key, command);
                 }
             }
@@ -264,6 +343,15 @@ impl World {
                     .is_some_and(|n| n.keys.contains_key(&conn));
                 if live {
                     let command = decode(&bytes);
+                    if command.is_response()
+                        && let Some(key) = self.nodes[i].keys.get(&conn).copied()
+                        && let Some(body) = self.send_backs.remove(&(key, command.opaque))
+                        && command.response_code() == ResponseCode::SUCCESS
+                        && let Some((mq, offset)) = self.origin.get(&body).cloned()
+                    {
+                        self.note(format!("node {i}: {mq:?}@{offset} sent back"));
+                        self.sent_back.entry(mq).or_default().insert(offset);
+                    }
                     self.nodes[i].consumer.handle_command(now, conn, command);
                 }
             }
@@ -275,11 +363,16 @@ impl World {
                 self.nodes[i].consumer.handle_disconnected(now, conn);
             }
             Ev::Complete(i, id, outcome) => {
-                if let Some(offsets) = self.nodes[i].outstanding.remove(&id)
-                    && outcome == ConsumeOutcome::Success
+                if let Some(out) = self.nodes[i].outstanding.remove(&id)
                     && !self.nodes[i].consumer.is_closed()
                 {
-                    for (mq, offset) in offsets {
+                    let consumed = match outcome {
+                        ConsumeOutcome::Success => out.origins.len(),
+                        ConsumeOutcome::Retry { consumed, .. } => consumed,
+                        _ => 0,
+                    };
+                    for (mq, offset) in out.origins.into_iter().take(consumed).flatten() {
+                        self.nodes[i].consumed.insert((mq.clone(), offset));
                         self.acked.entry(mq).or_default().insert(offset);
                     }
                 }
@@ -310,19 +403,65 @@ impl World {
             &self.config.topic,
             &broker,
             queue_id,
-            body,
+            body.clone(),
             Some("TagA"),
             None,
         );
         let mq = MessageQueue::new(&self.config.topic, &broker, queue_id);
         self.note(format!("produce {mq:?}@{offset}"));
+        self.record_produced(mq, offset, body);
+    }
+
+    fn record_produced(&mut self, mq: MessageQueue, offset: i64, body: Bytes) {
+        if self.rng.chance(self.config.poison_percent, 100) {
+            self.poison.insert(body.clone());
+        }
+        self.origin.insert(body, (mq.clone(), offset));
         self.produced.entry(mq).or_default().insert(offset);
+    }
+
+    /// Remembers a send-back (or a re-send to a retry topic) going to the cluster, to learn
+    /// from its answer that the message is safe in the broker.
+    fn watch_send_back(&mut self, key: ConnKey, command: &Command) {
+        if command.is_response() {
+            return;
+        }
+        let body = match command.request_code() {
+            RequestCode::CONSUMER_SEND_MSG_BACK => {
+                let offset = command
+                    .header::<proto::headers::ConsumerSendMsgBackRequest>()
+                    .ok()
+                    .map(|h| h.offset);
+                let broker = self.key_addr.get(&key).and_then(|addr| {
+                    self.cluster
+                        .broker_names()
+                        .find(|b| self.cluster.broker_addr(b) == *addr)
+                        .map(str::to_owned)
+                });
+                match (broker, offset) {
+                    (Some(broker), Some(offset)) => self
+                        .cluster
+                        .message_at_commit_log_offset(&broker, offset)
+                        .map(|m| m.body.clone()),
+                    _ => None,
+                }
+            }
+            RequestCode::SEND_MESSAGE_V2 => command
+                .header::<SendMessageRequestV2>()
+                .ok()
+                .filter(|h| h.topic.starts_with("%RETRY%"))
+                .map(|_| command.body.clone()),
+            _ => None,
+        };
+        if let Some(body) = body {
+            self.send_backs.insert((key, command.opaque), body);
+        }
     }
 
     fn inject_fault(&mut self) {
         let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
-        match self.rng.below(7) {
+        match self.rng.below(8) {
             0 => {
                 // Drop a random connection, as a network failure would.
                 let keys: Vec<ConnKey> = self.conn_owner.keys().copied().collect();
@@ -340,7 +479,17 @@ impl World {
             }
             1 => {
                 self.note(format!("fault: restart {broker}"));
+                self.restarted_at.insert(broker.clone(), self.now);
                 self.cluster.restart_broker(self.now, &broker);
+            }
+            4 => {
+                // An admin resets a queue's offsets to its beginning (client-side reset).
+                let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
+                let mq = MessageQueue::new(&self.config.topic, &broker, queue_id);
+                self.note(format!("fault: reset {mq:?} to 0"));
+                let table = BTreeMap::from([(mq, 0)]);
+                let (group, topic) = (self.config.group.clone(), self.config.topic.clone());
+                self.cluster.reset_offsets(self.now, &group, &topic, &table);
             }
             2 => {
                 self.note(format!("fault: SYSTEM_BUSY x3 on {broker}"));
@@ -418,6 +567,7 @@ impl World {
                 let key = self.next_key;
                 let at = self.now + self.latency();
                 if self.cluster.connect(key, &addr) {
+                    self.key_addr.insert(key, addr.clone());
                     self.conn_owner.insert(key, (i, conn));
                     self.nodes[i].keys.insert(conn, key);
                     self.schedule(at, Ev::Connected(i, conn));
@@ -451,12 +601,25 @@ impl World {
                         delivery.queue
                     ),
                 );
-                let offsets = delivery
+                if self.config.mode == ConsumeMode::Orderly {
+                    self.check_orderly_delivery(i, &delivery);
+                }
+                let origins: Vec<Option<Position>> = delivery
                     .messages
                     .iter()
-                    .map(|m| (delivery.queue.clone(), m.queue_offset()))
+                    .map(|m| self.origin.get(m.body()).cloned())
                     .collect();
-                self.nodes[i].outstanding.insert(delivery.id, offsets);
+                let poisoned = delivery
+                    .messages
+                    .iter()
+                    .position(|m| self.poison.contains(m.body()));
+                self.nodes[i].outstanding.insert(
+                    delivery.id,
+                    Outstanding {
+                        queue: delivery.queue.clone(),
+                        origins,
+                    },
+                );
                 self.nodes[i].delivered.push((self.now, delivery.clone()));
                 if self.nodes[i].hold {
                     self.nodes[i].held.push(delivery.id);
@@ -465,17 +628,40 @@ impl World {
                 let (lo, hi) = self.config.handler_time;
                 let took =
                     lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1));
-                let outcome = if self.rng.chance(self.config.reconsume_percent, 100) {
-                    ConsumeOutcome::ReconsumeLater
-                } else {
-                    ConsumeOutcome::Success
+                let len = delivery.messages.len();
+                let outcome = match poisoned {
+                    // A poisoned message never succeeds; those before it may.
+                    Some(0) => ConsumeOutcome::ReconsumeLater,
+                    Some(k) => ConsumeOutcome::Retry {
+                        consumed: k,
+                        delay_level: 0,
+                    },
+                    None if self.rng.chance(self.config.reconsume_percent, 100) => {
+                        match self.rng.below(3) {
+                            0 => ConsumeOutcome::ReconsumeLater,
+                            1 => ConsumeOutcome::Retry {
+                                consumed: self.rng.index(len),
+                                delay_level: 0,
+                            },
+                            _ => ConsumeOutcome::Suspend(Duration::from_millis(
+                                10 + self.rng.below(200),
+                            )),
+                        }
+                    }
+                    None => ConsumeOutcome::Success,
                 };
                 let at = self.now + took;
                 self.schedule(at, Ev::Complete(i, delivery.id, outcome));
             }
+            Output::StoreOffsets(table) => {
+                self.nodes[i].stored = table.into_iter().collect();
+            }
             Output::Event(event) => {
                 if let Event::Closed(report) = &event {
                     self.nodes[i].report = Some(report.clone());
+                }
+                if let Event::GaveUp { queue, offset } = &event {
+                    self.nodes[i].gave_up.insert((queue.clone(), *offset));
                 }
                 self.nodes[i].events.push((self.now, event.clone()));
                 self.note(format!("node {i}: {event:?}"));
@@ -504,32 +690,124 @@ impl World {
                 self.fail(&format!("node {i} caches {total} messages in all"));
             }
         }
-        // A committed offset never passes a message nobody acknowledged.
+        // A committed offset never passes a message that was neither consumed nor safely
+        // handed back to the broker for a retry.
         for (mq, offsets) in &self.produced {
             let Some(committed) = self.cluster.committed_offset(&self.config.group, mq) else {
                 continue;
             };
-            let acked = self.acked.get(mq);
             if let Some(missing) = offsets
                 .range(..committed)
-                .find(|o| !acked.is_some_and(|a| a.contains(o)))
+                .find(|o| !self.is_done(mq, **o))
             {
                 self.fail(&format!(
                     "{mq:?} committed {committed} but offset {missing} was never acknowledged"
                 ));
             }
         }
+        // Broadcasting: a member's stored offsets never pass what that member consumed.
+        for (i, node) in self.nodes.iter().enumerate() {
+            for (mq, stored) in &node.stored {
+                let Some(offsets) = self.produced.get(mq) else {
+                    continue;
+                };
+                let position = |o: &i64| (mq.clone(), *o);
+                if let Some(missing) = offsets.range(..*stored).find(|o| {
+                    !node.consumed.contains(&position(o)) && !node.gave_up.contains(&position(o))
+                }) {
+                    self.fail(&format!(
+                        "node {i} stored {mq:?} at {stored} but never consumed offset {missing}"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Consumed by someone, or safe in a retry or dead-letter queue.
+    fn is_done(&self, mq: &MessageQueue, offset: i64) -> bool {
+        self.acked.get(mq).is_some_and(|a| a.contains(&offset))
+            || self.sent_back.get(mq).is_some_and(|a| a.contains(&offset))
+    }
+
+    /// Orderly: the node holds the queue's broker lock (or the broker just restarted and the
+    /// node has not heard yet), no other delivery of the queue whose result would count is
+    /// running anywhere, and every earlier message of the queue is done, with the batch
+    /// holding the next messages without a gap.
+    fn check_orderly_delivery(&self, i: usize, delivery: &Delivery) {
+        let queue = &delivery.queue;
+        if queue.topic() != self.config.topic {
+            return;
+        }
+        let me = self.nodes[i].consumer.client_id();
+        match self.cluster.lock_owner(&self.config.group, queue, self.now) {
+            Some(owner) if owner == me => {}
+            None if self
+                .restarted_at
+                .get(queue.broker_name())
+                .is_some_and(|t| self.now.saturating_duration_since(*t) < Duration::from_millis(100)) => {}
+            owner => self.fail(&format!(
+                "node {i} delivered {queue:?} while the broker lock is {owner:?}"
+            )),
+        }
+        for (j, node) in self.nodes.iter().enumerate() {
+            for (id, out) in &node.outstanding {
+                if out.queue == *queue && node.consumer.is_current(*id, self.now) {
+                    self.fail(&format!(
+                        "node {i} delivered {queue:?} while node {j} still consumes a batch of it"
+                    ));
+                }
+            }
+        }
+        let offsets: Vec<i64> = delivery.messages.iter().map(|m| m.queue_offset()).collect();
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            return;
+        };
+        let produced = self.produced.get(queue).cloned().unwrap_or_default();
+        if let Some(earlier) = produced.range(..first).find(|o| !self.is_done(queue, **o)) {
+            self.fail(&format!(
+                "node {i} delivered {queue:?}@{first} before offset {earlier} was consumed"
+            ));
+        }
+        let expected: Vec<i64> = produced.range(first..=last).copied().collect();
+        if expected != offsets {
+            self.fail(&format!(
+                "node {i} delivered {queue:?} offsets {offsets:?}, expected {expected:?}"
+            ));
+        }
     }
 
     fn check_final(&mut self) {
+        if self.config.model == MessageModel::Broadcasting {
+            return self.check_final_broadcast();
+        }
+        let max = self.nodes.first().map_or(16, |n| {
+            n.consumer.config().effective_max_reconsume_times()
+        });
+        // Every dead-lettered copy failed exactly `max + 1` times.
+        let mut dead: BTreeSet<Position> = BTreeSet::new();
+        for broker in self.cluster.broker_names().map(str::to_owned).collect::<Vec<_>>() {
+            let dlq = MessageQueue::new(&dlq_topic(&self.config.group), &broker, 0);
+            for (_, message) in self.cluster.messages(&dlq) {
+                let Some(position) = self.origin.get(&message.body).cloned() else {
+                    continue;
+                };
+                if message.reconsume_times != max.saturating_add(1) {
+                    self.fail(&format!(
+                        "{position:?} reached the dead-letter queue after {} deliveries, not {}",
+                        message.reconsume_times,
+                        max.saturating_add(1)
+                    ));
+                }
+                dead.insert(position);
+            }
+        }
         for (mq, offsets) in &self.produced {
             let acked = self.acked.get(mq);
-            if let Some(missing) = offsets
-                .iter()
-                .find(|o| !acked.is_some_and(|a| a.contains(o)))
-            {
+            if let Some(missing) = offsets.iter().find(|o| {
+                !acked.is_some_and(|a| a.contains(o)) && !dead.contains(&(mq.clone(), **o))
+            }) {
                 self.fail(&format!(
-                    "{mq:?} offset {missing} was produced but never consumed"
+                    "{mq:?} offset {missing} was produced but never consumed nor dead-lettered"
                 ));
             }
         }
@@ -543,23 +821,49 @@ impl World {
                 owners.entry(mq.clone()).or_default().push(i);
             }
         }
-        for broker in self
-            .cluster
-            .broker_names()
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
-        {
-            for queue_id in 0..self.config.queues_per_broker {
-                let mq = MessageQueue::new(&self.config.topic, &broker, queue_id);
-                let n = owners.get(&mq).map_or(0, Vec::len);
-                if n != 1 {
-                    self.fail(&format!(
-                        "{mq:?} has {n} owners after the group settled: {:?}",
-                        owners.get(&mq)
-                    ));
-                }
+        for mq in self.topic_queues() {
+            let n = owners.get(&mq).map_or(0, Vec::len);
+            if n != 1 {
+                self.fail(&format!(
+                    "{mq:?} has {n} owners after the group settled: {:?}",
+                    owners.get(&mq)
+                ));
             }
         }
+    }
+
+    /// Broadcasting: every member still running consumed (or gave up on) every message, and
+    /// owns every queue.
+    fn check_final_broadcast(&mut self) {
+        let queues = self.topic_queues();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.shutting_down {
+                continue;
+            }
+            for (mq, offsets) in &self.produced {
+                for offset in offsets {
+                    let position = (mq.clone(), *offset);
+                    if !node.consumed.contains(&position) && !node.gave_up.contains(&position) {
+                        self.fail(&format!("node {i} never consumed {mq:?}@{offset}"));
+                    }
+                }
+            }
+            let owned: BTreeSet<MessageQueue> = node.consumer.assignment().cloned().collect();
+            if let Some(missing) = queues.iter().find(|q| !owned.contains(*q)) {
+                self.fail(&format!("node {i} does not own {missing:?}"));
+            }
+        }
+    }
+
+    /// Every queue of the world's topic.
+    fn topic_queues(&self) -> Vec<MessageQueue> {
+        let mut queues = Vec::new();
+        for broker in self.cluster.broker_names() {
+            for queue_id in 0..self.config.queues_per_broker {
+                queues.push(MessageQueue::new(&self.config.topic, broker, queue_id));
+            }
+        }
+        queues
     }
 
     /// Deliveries handed out so far.
@@ -653,6 +957,9 @@ impl World {
         );
         config.consume_from = ConsumeFrom::FirstOffset;
         config.seed = self.config.seed.wrapping_add(index as u64);
+        config.consume_mode = self.config.mode;
+        config.message_model = self.config.model;
+        config.max_reconsume_times = self.config.max_reconsume_times;
         let config = adjust((self.config.consumer_config)(config));
         let unix_ms = self.cluster.wall_millis(self.now);
         let mut consumer = Consumer::new(
@@ -673,6 +980,9 @@ impl World {
             shutting_down: false,
             events: Vec::new(),
             delivered: Vec::new(),
+            gave_up: BTreeSet::new(),
+            consumed: BTreeSet::new(),
+            stored: BTreeMap::new(),
             hold: false,
             held: Vec::new(),
         });
@@ -730,16 +1040,17 @@ impl World {
     pub fn produce_to(&mut self, queue: &MessageQueue, n: usize) -> Vec<i64> {
         let mut offsets = Vec::with_capacity(n);
         for k in 0..n {
-            let body = Bytes::from(format!("{queue:?} message {k}"));
+            let body = Bytes::from(format!("{queue:?} message {k} #{}", self.origin.len()));
             let offset = self.cluster.produce(
                 self.now,
                 queue.topic(),
                 queue.broker_name(),
                 queue.queue_id(),
-                body,
+                body.clone(),
                 Some("TagA"),
                 None,
             );
+            self.origin.insert(body, (queue.clone(), offset));
             self.produced
                 .entry(queue.clone())
                 .or_default()

@@ -1,7 +1,11 @@
 //! The consumer against the simulated cluster over many seeded fault schedules (connection
 //! drops, broker restarts, members joining and leaving, slow handlers, reconsume-later,
-//! OFFSET_MOVED, SYSTEM_BUSY): no message is lost, caches stay bounded, no committed offset
-//! passes an unacknowledged message, and each queue ends with exactly one owner.
+//! OFFSET_MOVED, SYSTEM_BUSY, admin offset resets), seeds rotating through concurrent,
+//! dead-letter, orderly and broadcasting runs ([`WorldConfig::rotating`]): no message is lost
+//! (each is consumed or dead-lettered after exactly `max_reconsume_times + 1` deliveries),
+//! caches stay bounded, no committed offset passes an unconsumed message, orderly deliveries
+//! hold the broker lock, never overlap and never skip ahead, broadcasting reaches every
+//! member, and each queue ends with exactly one owner (every member, broadcasting).
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=s` runs only seed `s`.
 
@@ -21,7 +25,7 @@ fn seeded_fault_schedules_lose_nothing() {
     };
     let mut deliveries = 0;
     for seed in &seeds {
-        let mut world = World::new(WorldConfig::new(*seed));
+        let mut world = World::new(WorldConfig::rotating(*seed));
         world.run();
         world.shutdown_all();
         deliveries += world.deliveries();

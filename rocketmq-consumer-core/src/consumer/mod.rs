@@ -86,6 +86,8 @@ pub struct Consumer {
     next_request: u64,
     /// Orderly shutdown: unlocks sent after the final commits were answered.
     unlock_sent: bool,
+    /// Failed messages out of attempts whose send to the retry topic is to be tried again.
+    resends: BTreeMap<(Instant, u64), retry::SendBack>,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,
@@ -272,6 +274,7 @@ impl Consumer {
             direct: BTreeMap::new(),
             next_request: 0,
             unlock_sent: false,
+            resends: BTreeMap::new(),
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
             report: ShutdownReport::default(),
@@ -480,9 +483,29 @@ impl Consumer {
             .map(|(mq, _)| mq)
     }
 
+    /// Whether a completion of `delivery` would still be applied now: it is in flight, its
+    /// queue was not revoked or restarted since, and (orderly) the queue's lease holds. A
+    /// driver may use it to tell a handler its work no longer counts.
+    pub fn is_current(&self, delivery: DeliveryId, now: Instant) -> bool {
+        if !self.in_flight.contains_key(&delivery.seq) {
+            return false;
+        }
+        if self.direct.contains_key(&delivery.seq) {
+            return true;
+        }
+        self.queues
+            .get(&delivery.queue)
+            .is_some_and(|s| s.epoch == delivery.epoch && (!self.needs_lock() || s.lease_valid(now)))
+    }
+
     /// Whether shutdown has finished.
     pub fn is_closed(&self) -> bool {
         self.lifecycle == Lifecycle::Closed
+    }
+
+    /// The configuration the consumer runs with.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.config
     }
 
     /// The client id.
@@ -592,6 +615,7 @@ impl Consumer {
                     self.lose_lease(now, key, Duration::ZERO);
                 }
             }
+            Timer::Resend => self.resend_due(now),
             Timer::ConsumeTimeoutScan => {
                 self.expire_deliveries(now);
                 self.timers

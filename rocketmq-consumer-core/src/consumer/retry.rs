@@ -268,28 +268,52 @@ impl Consumer {
         self.after_queue_change(now, back.key, before);
     }
 
-    /// One way back failed: try the next, or deliver the message again locally.
+    /// One way back failed: try the next; then deliver the message again locally, unless it
+    /// is out of attempts, in which case the send is tried again later: another delivery would
+    /// exceed `max_reconsume_times`.
     pub(super) fn on_send_back_failed(&mut self, now: Instant, mut back: SendBack) {
         if back.stage == Stage::Broker {
             back.stage = Stage::RetryTopic;
             return self.send_to_retry_topic(now, back);
         }
         let offset = back.message.queue_offset();
+        let max = self.config.effective_max_reconsume_times();
         let delay = if back.stage == Stage::DeadLetter {
             self.config.clamped_suspend(self.config.suspend_delay)
         } else {
             self.config.send_back_retry_delay
         };
-        let Some(state) = self.queue_mut(back.key, back.epoch) else {
+        if self.queue_mut(back.key, back.epoch).is_none() {
             return;
-        };
-        state.pq.retry_at(&[offset], now + delay);
-        self.timers.set(now + delay, Timer::Redeliver);
+        }
         if back.stage == Stage::RetryTopic {
             self.outputs.push_back(Output::Event(Event::SendBackFailed {
-                queue: back.queue,
+                queue: back.queue.clone(),
                 offset,
             }));
+        }
+        if back.message.reconsume_times() >= max {
+            self.next_request += 1;
+            self.resends.insert((now + delay, self.next_request), back);
+            self.timers.set(now + delay, Timer::Resend);
+            return;
+        }
+        if let Some(state) = self.queue_mut(back.key, back.epoch) {
+            state.pq.retry_at(&[offset], now + delay);
+            self.timers.set(now + delay, Timer::Redeliver);
+        }
+    }
+
+    /// Sends again the messages whose retry send failed and whose time has come.
+    pub(super) fn resend_due(&mut self, now: Instant) {
+        while let Some(entry) = self.resends.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let back = entry.remove();
+            if self.queue_mut(back.key, back.epoch).is_some() {
+                self.send_to_retry_topic(now, back);
+            }
         }
     }
 }

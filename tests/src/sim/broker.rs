@@ -12,16 +12,16 @@ use std::time::{Duration, Instant};
 
 use proto::body::{
     CheckClientRequestBody, ConsumerListBody, ExpressionType, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody,
+    LockBatchResponseBody, ResetOffsetBody,
 };
 use proto::headers::{
     CreateTopicRequest, GetConsumerListByGroupRequest, GetEarliestMsgStoretimeRequest,
     GetEarliestMsgStoretimeResponse, GetMaxOffsetRequest, GetMaxOffsetResponse,
     GetMinOffsetRequest, GetMinOffsetResponse, NotifyConsumerIdsChangedRequest,
-    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, SearchOffsetRequest,
+    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, ResetOffsetRequest, SearchOffsetRequest,
     SearchOffsetResponse, UnregisterClientRequest, UpdateConsumerOffsetRequest,
 };
-use proto::{Command, CommandHeader, RequestCode, ResponseCode};
+use proto::{Command, CommandHeader, MessageQueue, RequestCode, ResponseCode};
 
 use super::ConnKey;
 use super::env::Env;
@@ -212,6 +212,44 @@ impl SimBroker {
             if let Some(response) = self.pull(env, pull.conn, &pull.request, false) {
                 env.out.respond(pull.conn, &pull.request, response);
             }
+        }
+    }
+
+    /// Client-side offset reset (`Broker2Client.resetOffset`): stores the offsets, then tells
+    /// each member of `group` on this broker with a oneway `RESET_CONSUMER_CLIENT_OFFSET`.
+    pub(crate) fn reset_offsets(
+        &mut self,
+        env: &mut Env<'_>,
+        group: &str,
+        topic: &str,
+        table: BTreeMap<MessageQueue, i64>,
+    ) {
+        for (mq, offset) in &table {
+            self.offsets.insert(
+                (group.to_owned(), topic.to_owned(), mq.queue_id()),
+                *offset,
+            );
+        }
+        let header = ResetOffsetRequest {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            timestamp: env.millis(),
+            is_force: true,
+            queue_id: None,
+            offset: None,
+        };
+        let body = ResetOffsetBody {
+            offset_table: table,
+        }
+        .encode();
+        let conns = self.groups.get(group).map(|g| g.conns()).unwrap_or_default();
+        for conn in conns {
+            let mut request = Command::request(RequestCode::RESET_CONSUMER_CLIENT_OFFSET, &header)
+                .with_body(body.clone())
+                .oneway();
+            request.opaque = self.next_opaque;
+            self.next_opaque = self.next_opaque.wrapping_add(1);
+            env.out.send(conn, request);
         }
     }
 

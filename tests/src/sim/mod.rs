@@ -197,6 +197,8 @@ pub struct SimCluster {
     time: Option<Instant>,
     unique_prefix: u64,
     unique_counter: u64,
+    /// Responses clients sent to broker-initiated requests, in arrival order.
+    client_responses: Vec<(ConnKey, Command)>,
 }
 
 impl SimCluster {
@@ -226,6 +228,7 @@ impl SimCluster {
             out: Outbox::default(),
             time: None,
             unique_counter: 0,
+            client_responses: Vec::new(),
             config,
         }
     }
@@ -388,6 +391,9 @@ impl SimCluster {
     pub fn handle_command(&mut self, now: Instant, conn: ConnKey, command: Command) {
         let now = self.advance(now);
         if command.is_response() {
+            if self.conns.contains_key(&conn) {
+                self.client_responses.push((conn, command));
+            }
             return;
         }
         match self.conns.get(&conn).cloned() {
@@ -454,6 +460,50 @@ impl SimCluster {
     /// Whether `broker` is down.
     pub fn is_broker_down(&self, broker: &str) -> bool {
         self.brokers.get(broker).is_some_and(|b| b.down)
+    }
+
+    /// `INVOKE_BROKER_TO_RESET_OFFSET` as an admin tool runs it with client-side reset: each
+    /// broker holding queues of `offsets` stores them as `group`'s committed offsets and sends
+    /// `RESET_CONSUMER_CLIENT_OFFSET` (oneway, its own queues in the body) to every member of
+    /// the group connected to it.
+    pub fn reset_offsets(
+        &mut self,
+        now: Instant,
+        group: &str,
+        topic: &str,
+        offsets: &BTreeMap<MessageQueue, i64>,
+    ) {
+        let now = self.advance(now);
+        let names: Vec<String> = self.brokers.keys().cloned().collect();
+        for name in names {
+            let table: BTreeMap<MessageQueue, i64> = offsets
+                .iter()
+                .filter(|(mq, _)| mq.broker_name() == name && mq.topic() == topic)
+                .map(|(mq, o)| (mq.clone(), *o))
+                .collect();
+            if table.is_empty() {
+                continue;
+            }
+            self.with_broker(now, &name, |broker, env| {
+                broker.reset_offsets(env, group, topic, table)
+            });
+        }
+    }
+
+    /// Sends `request` (a broker-initiated request) to the client on `conn` as the broker it
+    /// is connected to; the client's answer shows up in [`SimCluster::client_responses`].
+    /// Returns the opaque used.
+    pub fn request_client(&mut self, conn: ConnKey, mut request: Command) -> i32 {
+        self.unique_counter += 1;
+        request.opaque = 1_000_000 + self.unique_counter as i32;
+        let opaque = request.opaque;
+        self.out.send(conn, request);
+        opaque
+    }
+
+    /// The responses clients sent to broker-initiated requests so far.
+    pub fn client_responses(&self) -> &[(ConnKey, Command)] {
+        &self.client_responses
     }
 
     /// Injects `fault`.
