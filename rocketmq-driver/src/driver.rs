@@ -534,9 +534,10 @@ impl<R: Runtime> Io<'_, R> {
         }
         match consumer.poll_messages(self.runtime.now(), max) {
             Some(polled) => {
-                // Taken messages count as consumed; the asker was dropped only if the consumer
-                // was dropped too, and then they are not committed past anyway (shutdown of a
-                // dropped lite pull consumer commits what the application had seen).
+                // Taken messages count as consumed. The send fails only if the lite pull
+                // consumer was dropped since the check above; a dropped consumer has stopped
+                // reading, so the batch is lost to it as its unread messages are (use
+                // `shutdown`, which moves unread messages back, to avoid that).
                 let _ = reply.send(Some(polled));
                 true
             }
