@@ -1,19 +1,25 @@
 //! The driver task: owns the [`Consumer`] by value and carries out its outputs.
 //!
 //! Everything that happens outside the task (a connection opened, a frame arrived, a handler
-//! finished, the user asked to shut down) comes in over one unbounded channel as an [`Input`];
-//! the consumer's single timer is a sleep re-armed to [`Consumer::poll_timeout`]. The loop
-//! compares the clock with that deadline before it waits, as quinn's endpoint driver does, so a
-//! timer already due is handled without a trip through the runtime's timer wheel.
+//! finished, the application asked for something) comes in over one unbounded channel as an
+//! [`Input`]; the consumer's single timer is a sleep re-armed to [`Consumer::poll_timeout`]. The
+//! loop compares the clock with that deadline before it waits, as quinn's endpoint driver does,
+//! so a timer already due is handled without a trip through the runtime's timer wheel.
+//!
+//! Poll mode (the lite pull consumer) has no handler: the application's requests arrive as
+//! [`Input::Pull`], and the answers that depend on the brokers wait in [`Waiters`] for the
+//! events that settle them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use consumer_core::output::Polled;
 use consumer_core::{
-    ConnId, ConsumeOutcome, Consumer, Delivery, DeliveryId, Event, Output, ShutdownReport,
+    ConnId, ConsumeOutcome, Consumer, Delivery, DeliveryId, Event, MessageQueue, Output,
+    ShutdownReport,
 };
 use futures_channel::{mpsc, oneshot};
 use futures_io::{AsyncRead, AsyncWrite};
@@ -23,6 +29,8 @@ use futures_util::{FutureExt, StreamExt};
 use proto::message::Message;
 use proto::{Command, FrameDecoder, HeaderEncoding, frame};
 
+use crate::lite_pull::{CommitReport, ControlError};
+use crate::offset_file::OffsetFile;
 use crate::runtime::{BoxFuture, Runtime};
 
 /// The user's handler, boxed once so the driver is not generic over it.
@@ -33,6 +41,11 @@ pub(crate) type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// Bytes read from a socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// The request name the core gives commits in its `RequestFailed` events.
+const COMMIT_REQUEST: &str = "UPDATE_CONSUMER_OFFSET";
+/// The request name the core gives `seek_to_edge`'s lookups in its `RequestFailed` events.
+const EDGE_REQUEST: &str = "GET_MIN_OFFSET/GET_MAX_OFFSET";
 
 /// What the driver task is told.
 #[derive(Debug)]
@@ -47,10 +60,66 @@ pub(crate) enum Input {
     Completed(DeliveryId, ConsumeOutcome),
     /// The user asked for a graceful shutdown.
     Shutdown,
+    /// A lite pull consumer's request.
+    Pull(PullCommand),
+}
+
+/// What a lite pull consumer asks of its driver. Every command but `Take` first answers a
+/// `Take` the driver is holding with `None`, so the asker, once answered, knows every
+/// message it has been given.
+#[derive(Debug)]
+pub(crate) enum PullCommand {
+    /// Up to `max` messages of one queue, as soon as some are ready.
+    Take {
+        max: usize,
+        reply: oneshot::Sender<Option<Polled>>,
+    },
+    /// Nothing but the `Take` answer described above.
+    Sync(oneshot::Sender<()>),
+    /// Move `queue` to `offset`.
+    Seek {
+        queue: MessageQueue,
+        offset: i64,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Move `queue` to its first offset, or its end.
+    SeekToEdge {
+        queue: MessageQueue,
+        to_end: bool,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Stop `queue`, first moving it back to `rewind` (the first message given out but not
+    /// yet seen by the application), so those come again after `Resume`.
+    Pause {
+        queue: MessageQueue,
+        rewind: Option<i64>,
+        reply: oneshot::Sender<()>,
+    },
+    /// Start `queue` again.
+    Resume {
+        queue: MessageQueue,
+        reply: oneshot::Sender<()>,
+    },
+    /// Move `rewind` queues back (messages given out but not seen), then commit every queue
+    /// and answer when the brokers have.
+    Commit {
+        rewind: Vec<(MessageQueue, i64)>,
+        reply: oneshot::Sender<CommitReport>,
+    },
+    /// The first offset of `queue` stored at or after `unix_ms`.
+    OffsetForTimestamp {
+        queue: MessageQueue,
+        unix_ms: i64,
+        reply: oneshot::Sender<Result<i64, ControlError>>,
+    },
+    /// The queues owned now.
+    Assignment(oneshot::Sender<Vec<MessageQueue>>),
 }
 
 /// The driver's side of a connection task.
 struct Conn {
+    /// The peer, for logs.
+    addr: String,
     /// Encoded frames for the writer.
     writes: mpsc::UnboundedSender<Bytes>,
     /// Ends the connection task (and so drops the socket).
@@ -61,8 +130,16 @@ struct Conn {
 pub(crate) struct Driver<R: Runtime> {
     pub(crate) runtime: R,
     pub(crate) consumer: Consumer,
-    pub(crate) handler: Handler,
+    /// `None` in poll mode, where nothing is delivered.
+    pub(crate) handler: Option<Handler>,
     pub(crate) events: Option<EventSink>,
+    /// Broadcasting: where `StoreOffsets` goes.
+    pub(crate) offsets: Option<OffsetFile>,
+    /// How long an application request waits for the brokers before it is answered with what
+    /// came (the consumer's request timeout, plus a margin for the answer's trip).
+    pub(crate) control_timeout: Duration,
+    /// Broadcasting: a commit is confirmed by the local store, all queues at once.
+    pub(crate) broadcasting: bool,
     pub(crate) inputs_tx: mpsc::UnboundedSender<Input>,
     pub(crate) inputs: mpsc::UnboundedReceiver<Input>,
     pub(crate) done: oneshot::Sender<ShutdownReport>,
@@ -76,17 +153,25 @@ impl<R: Runtime> Driver<R> {
             mut consumer,
             handler,
             events,
+            offsets,
+            control_timeout,
+            broadcasting,
             inputs_tx,
             mut inputs,
             done,
         } = self;
         let mut io = Io {
             runtime: &runtime,
-            handler: &handler,
+            handler: handler.as_ref(),
             events: events.as_ref(),
+            offsets: offsets.as_ref(),
+            offsets_stored: true,
             inputs_tx: &inputs_tx,
             conns: BTreeMap::new(),
             report: None,
+            waiters: Waiters::default(),
+            control_timeout,
+            broadcasting,
         };
         let mut timer: Option<(Instant, BoxFuture<()>)> = None;
         loop {
@@ -95,11 +180,16 @@ impl<R: Runtime> Driver<R> {
                 break;
             }
             let now = runtime.now();
-            match consumer.poll_timeout() {
-                Some(at) if at <= now => {
-                    consumer.handle_timeout(now);
-                    continue;
-                }
+            if consumer.poll_timeout().is_some_and(|at| at <= now) {
+                consumer.handle_timeout(now);
+                continue;
+            }
+            io.waiters.expire(now);
+            let wake = [consumer.poll_timeout(), io.waiters.deadline()]
+                .into_iter()
+                .flatten()
+                .min();
+            match wake {
                 Some(at) => {
                     if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
                         timer = Some((at, runtime.sleep_until(at)));
@@ -111,7 +201,7 @@ impl<R: Runtime> Driver<R> {
                 Some((_, sleep)) => match future::select(inputs.next(), sleep.as_mut()).await {
                     Either::Left((input, _)) => input,
                     Either::Right(((), _)) => {
-                        // Fired: the loop reads the clock and calls handle_timeout.
+                        // Fired: the loop reads the clock and handles what is due.
                         timer = None;
                         continue;
                     }
@@ -125,19 +215,158 @@ impl<R: Runtime> Driver<R> {
         for conn in io.conns.values() {
             conn.abort.abort();
         }
+        let mut report = io.report.take().unwrap_or_default();
+        if !io.offsets_stored {
+            // The final table never reached the file: nothing is committed after all.
+            tracing::error!(
+                queues = report.committed.len(),
+                "the final broadcasting offsets were not stored"
+            );
+            let lost = std::mem::take(&mut report.committed);
+            report
+                .uncommitted
+                .extend(lost.into_iter().map(|(mq, _)| mq));
+            report.uncommitted.sort();
+        }
         // The user may have stopped waiting for the report; nothing to do then.
-        let _ = done.send(io.report.take().unwrap_or_default());
+        let _ = done.send(report);
+    }
+}
+
+/// Application requests waiting for the brokers (poll mode).
+#[derive(Default)]
+struct Waiters {
+    /// A `Take` with nothing ready yet.
+    take: Option<(usize, oneshot::Sender<Option<Polled>>)>,
+    commit: Option<CommitWait>,
+    /// A `seek_to_edge` waiting for the queue's reset.
+    edge: Option<EdgeWait>,
+    /// `offset_for_timestamp` answers by request number (the core's deadline bounds them).
+    searches: BTreeMap<u64, oneshot::Sender<Result<i64, ControlError>>>,
+}
+
+/// A `seek_to_edge` of a queue, with its deadline and where to answer.
+type EdgeWait = (
+    MessageQueue,
+    Instant,
+    oneshot::Sender<Result<(), ControlError>>,
+);
+
+/// A commit waiting for one answer per queue.
+struct CommitWait {
+    expected: BTreeSet<MessageQueue>,
+    committed: Vec<(MessageQueue, i64)>,
+    answers: usize,
+    deadline: Instant,
+    reply: oneshot::Sender<CommitReport>,
+}
+
+impl CommitWait {
+    fn finish(self) {
+        let confirmed: BTreeSet<&MessageQueue> = self.committed.iter().map(|(mq, _)| mq).collect();
+        let unconfirmed = self
+            .expected
+            .iter()
+            .filter(|mq| !confirmed.contains(mq))
+            .cloned()
+            .collect();
+        let mut committed = self.committed;
+        committed.sort();
+        // The asker may have given up; nothing to do then.
+        let _ = self.reply.send(CommitReport {
+            committed,
+            unconfirmed,
+        });
+    }
+}
+
+impl Waiters {
+    /// The earliest deadline of a waiting request.
+    fn deadline(&self) -> Option<Instant> {
+        let commit = self.commit.as_ref().map(|c| c.deadline);
+        let edge = self.edge.as_ref().map(|(_, at, _)| *at);
+        [commit, edge].into_iter().flatten().min()
+    }
+
+    /// Answers the requests whose deadline passed with what they have.
+    fn expire(&mut self, now: Instant) {
+        if self.commit.as_ref().is_some_and(|c| c.deadline <= now)
+            && let Some(commit) = self.commit.take()
+        {
+            commit.finish();
+        }
+        if self.edge.as_ref().is_some_and(|(_, at, _)| *at <= now)
+            && let Some((_, _, reply)) = self.edge.take()
+        {
+            let _ = reply.send(Err(ControlError::Timeout));
+        }
+    }
+
+    /// Settles what `event` answers.
+    fn on_event(&mut self, event: &Event, broadcasting: bool) {
+        match event {
+            Event::Committed(offsets) => {
+                if let Some(commit) = &mut self.commit {
+                    commit.answers += offsets.len();
+                    commit.committed.extend(offsets.iter().cloned());
+                    if (broadcasting || commit.answers >= commit.expected.len())
+                        && let Some(commit) = self.commit.take()
+                    {
+                        commit.finish();
+                    }
+                }
+            }
+            Event::RequestFailed {
+                request, reason, ..
+            } => {
+                if *request == COMMIT_REQUEST
+                    && let Some(commit) = &mut self.commit
+                {
+                    commit.answers += 1;
+                    if commit.answers >= commit.expected.len()
+                        && let Some(commit) = self.commit.take()
+                    {
+                        commit.finish();
+                    }
+                } else if *request == EDGE_REQUEST
+                    && let Some((_, _, reply)) = self.edge.take()
+                {
+                    let _ = reply.send(Err(ControlError::Failed(reason.clone())));
+                }
+            }
+            Event::OffsetReset { queue, .. } => {
+                if self.edge.as_ref().is_some_and(|(mq, _, _)| mq == queue)
+                    && let Some((_, _, reply)) = self.edge.take()
+                {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+            Event::OffsetForTimestamp {
+                request, offset, ..
+            } => {
+                if let Some(reply) = self.searches.remove(request) {
+                    let _ = reply.send(offset.clone().map_err(ControlError::Failed));
+                }
+            }
+            _ => {}
+        }
     }
 }
 
 /// The driver's I/O state, apart from the consumer it feeds.
 struct Io<'a, R: Runtime> {
     runtime: &'a R,
-    handler: &'a Handler,
+    handler: Option<&'a Handler>,
     events: Option<&'a EventSink>,
+    offsets: Option<&'a OffsetFile>,
+    /// Whether the last `StoreOffsets` reached the file.
+    offsets_stored: bool,
     inputs_tx: &'a mpsc::UnboundedSender<Input>,
     conns: BTreeMap<ConnId, Conn>,
     report: Option<ShutdownReport>,
+    waiters: Waiters,
+    control_timeout: Duration,
+    broadcasting: bool,
 }
 
 impl<R: Runtime> Io<'_, R> {
@@ -146,12 +375,14 @@ impl<R: Runtime> Io<'_, R> {
     fn handle(&mut self, consumer: &mut Consumer, now: Instant, input: Input) {
         match input {
             Input::Connected(conn) => {
-                if self.conns.contains_key(&conn) {
+                if let Some(c) = self.conns.get(&conn) {
+                    tracing::debug!(addr = %c.addr, "connected");
                     consumer.handle_connected(now, conn);
                 }
             }
             Input::Lost(conn) => {
-                if self.conns.remove(&conn).is_some() {
+                if let Some(c) = self.conns.remove(&conn) {
+                    tracing::warn!(addr = %c.addr, "connection lost or refused");
                     consumer.handle_disconnected(now, conn);
                 }
             }
@@ -161,32 +392,176 @@ impl<R: Runtime> Io<'_, R> {
                 }
             }
             Input::Completed(id, outcome) => consumer.complete(now, id, outcome),
-            Input::Shutdown => consumer.shutdown(now),
+            Input::Shutdown => {
+                // A lite pull consumer shutting down no longer reads; its `Take` ends with it.
+                self.waiters.take = None;
+                consumer.shutdown(now);
+            }
+            Input::Pull(command) => self.pull_command(consumer, now, command),
         }
     }
 
-    /// Carries out everything the consumer asks for.
+    /// Carries out a lite pull consumer's request.
+    fn pull_command(&mut self, consumer: &mut Consumer, now: Instant, command: PullCommand) {
+        if !matches!(command, PullCommand::Take { .. })
+            && let Some((_, reply)) = self.waiters.take.take()
+        {
+            let _ = reply.send(None);
+        }
+        match command {
+            PullCommand::Take { max, reply } => self.waiters.take = Some((max, reply)),
+            PullCommand::Sync(reply) => {
+                let _ = reply.send(());
+            }
+            PullCommand::Seek {
+                queue,
+                offset,
+                reply,
+            } => {
+                let done = consumer
+                    .seek(now, &queue, offset)
+                    .map_err(ControlError::Rejected);
+                let _ = reply.send(done);
+            }
+            PullCommand::SeekToEdge {
+                queue,
+                to_end,
+                reply,
+            } => match consumer.seek_to_edge(now, &queue, to_end) {
+                Ok(()) => {
+                    if let Some((_, _, earlier)) =
+                        self.waiters
+                            .edge
+                            .replace((queue, now + self.control_timeout, reply))
+                    {
+                        let _ = earlier.send(Err(ControlError::Superseded));
+                    }
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(ControlError::Rejected(e)));
+                }
+            },
+            PullCommand::Pause {
+                queue,
+                rewind,
+                reply,
+            } => {
+                consumer.pause(&queue);
+                if let Some(offset) = rewind {
+                    // The queue may have been revoked meanwhile; its next owner starts from
+                    // the committed offset then, which these unseen messages are not below.
+                    let _ = consumer.seek(now, &queue, offset);
+                }
+                let _ = reply.send(());
+            }
+            PullCommand::Resume { queue, reply } => {
+                consumer.resume(now, &queue);
+                let _ = reply.send(());
+            }
+            PullCommand::Commit { rewind, reply } => {
+                for (queue, offset) in rewind {
+                    // As for `Pause`: a queue no longer owned has nothing to move back.
+                    let _ = consumer.seek(now, &queue, offset);
+                }
+                if let Some(earlier) = self.waiters.commit.take() {
+                    earlier.finish();
+                }
+                self.waiters.commit = Some(CommitWait {
+                    expected: consumer.assignment().cloned().collect(),
+                    committed: Vec::new(),
+                    answers: 0,
+                    deadline: now + self.control_timeout,
+                    reply,
+                });
+                consumer.commit(now);
+            }
+            PullCommand::OffsetForTimestamp {
+                queue,
+                unix_ms,
+                reply,
+            } => {
+                let request = consumer.offset_for_timestamp(now, &queue, unix_ms);
+                self.waiters.searches.insert(request, reply);
+            }
+            PullCommand::Assignment(reply) => {
+                let _ = reply.send(consumer.assignment().cloned().collect());
+            }
+        }
+    }
+
+    /// Carries out everything the consumer asks for, and hands ready messages to a waiting
+    /// `Take` (which may make the consumer pull, so its outputs are drained again).
     fn drain(&mut self, consumer: &mut Consumer) {
-        while let Some(output) = consumer.poll_output() {
-            match output {
-                Output::Connect { conn, addr } => self.connect(conn, addr),
-                Output::Send { conn, command } => self.send(conn, &command),
-                Output::Close { conn } => {
-                    if let Some(conn) = self.conns.remove(&conn) {
-                        conn.abort.abort();
+        loop {
+            while let Some(output) = consumer.poll_output() {
+                match output {
+                    Output::Connect { conn, addr } => self.connect(conn, addr),
+                    Output::Send { conn, command } => self.send(conn, &command),
+                    Output::Close { conn } => {
+                        if let Some(conn) = self.conns.remove(&conn) {
+                            conn.abort.abort();
+                        }
                     }
+                    Output::Deliver(delivery) => self.deliver(consumer, delivery),
+                    Output::StoreOffsets(table) => self.store_offsets(&table),
+                    Output::Event(event) => {
+                        trace_event(&event);
+                        self.waiters.on_event(&event, self.broadcasting);
+                        if let Some(sink) = self.events {
+                            sink(&event);
+                        }
+                        if let Event::Closed(report) = event {
+                            self.report = Some(report);
+                        }
+                    }
+                    // Outputs added to the core later are not this driver's business yet.
+                    _ => {}
                 }
-                Output::Deliver(delivery) => self.deliver(delivery),
-                Output::Event(event) => {
-                    if let Some(sink) = self.events {
-                        sink(&event);
-                    }
-                    if let Event::Closed(report) = event {
-                        self.report = Some(report);
-                    }
-                }
-                // Outputs added to the core later are not this driver's business yet.
-                _ => {}
+            }
+            if !self.serve_take(consumer) {
+                return;
+            }
+        }
+    }
+
+    /// Answers a waiting `Take` when messages are ready; returns whether it did.
+    fn serve_take(&mut self, consumer: &mut Consumer) -> bool {
+        let Some((max, reply)) = self.waiters.take.take() else {
+            return false;
+        };
+        if reply.is_canceled() {
+            return false;
+        }
+        match consumer.poll_messages(self.runtime.now(), max) {
+            Some(polled) => {
+                // Taken messages count as consumed. The send fails only if the lite pull
+                // consumer was dropped since the check above; a dropped consumer has stopped
+                // reading, so the batch is lost to it as its unread messages are (use
+                // `shutdown`, which moves unread messages back, to avoid that).
+                let _ = reply.send(Some(polled));
+                true
+            }
+            None => {
+                self.waiters.take = Some((max, reply));
+                false
+            }
+        }
+    }
+
+    /// Broadcasting: replaces the offset file's table. A failed write is logged and tried
+    /// again with the next table (each holds every queue); a final one that fails turns the
+    /// shutdown report's commits into uncommitted queues.
+    fn store_offsets(&mut self, table: &[(MessageQueue, i64)]) {
+        let Some(file) = self.offsets else {
+            tracing::error!("broadcasting offsets to store, but no offset file is configured");
+            self.offsets_stored = false;
+            return;
+        };
+        match file.store(table) {
+            Ok(()) => self.offsets_stored = true,
+            Err(e) => {
+                tracing::error!(path = %file.path().display(), error = %e, "cannot store the broadcasting offsets");
+                self.offsets_stored = false;
             }
         }
     }
@@ -198,8 +573,9 @@ impl<R: Runtime> Io<'_, R> {
         let (abort, registration) = AbortHandle::new_pair();
         let inputs = self.inputs_tx.clone();
         let runtime = self.runtime.clone();
+        let peer = addr.clone();
         let task = async move {
-            let Ok(stream) = runtime.connect(addr).await else {
+            let Ok(stream) = runtime.connect(peer).await else {
                 let _ = inputs.unbounded_send(Input::Lost(conn));
                 return;
             };
@@ -214,7 +590,14 @@ impl<R: Runtime> Io<'_, R> {
         };
         self.runtime
             .spawn(Box::pin(Abortable::new(task, registration).map(drop)));
-        self.conns.insert(conn, Conn { writes, abort });
+        self.conns.insert(
+            conn,
+            Conn {
+                addr,
+                writes,
+                abort,
+            },
+        );
     }
 
     /// Encodes `command` and queues it for `conn`'s writer. A command for a connection that is
@@ -232,9 +615,21 @@ impl<R: Runtime> Io<'_, R> {
     }
 
     /// Runs the handler on its own task and reports the outcome. A handler that panics is
-    /// answered [`ConsumeOutcome::ReconsumeLater`], so its messages come again.
-    fn deliver(&mut self, delivery: Delivery) {
-        let handler = Arc::clone(self.handler);
+    /// answered [`ConsumeOutcome::ReconsumeLater`], so its messages come again. Orderly
+    /// consumption needs nothing more here: the core hands out one delivery per queue at a
+    /// time, so per-queue order holds across these tasks.
+    fn deliver(&mut self, consumer: &mut Consumer, delivery: Delivery) {
+        let Some(handler) = self.handler else {
+            // Poll mode delivers nothing; should a delivery come anyway, say it failed so the
+            // core retries it instead of waiting for a completion that never comes.
+            consumer.complete(
+                self.runtime.now(),
+                delivery.id,
+                ConsumeOutcome::ReconsumeLater,
+            );
+            return;
+        };
+        let handler = Arc::clone(handler);
         let inputs = self.inputs_tx.clone();
         let Delivery { id, messages, .. } = delivery;
         self.runtime.spawn(Box::pin(async move {
@@ -245,6 +640,40 @@ impl<R: Runtime> Io<'_, R> {
                 .unwrap_or(ConsumeOutcome::ReconsumeLater);
             let _ = inputs.unbounded_send(Input::Completed(id, outcome));
         }));
+    }
+}
+
+/// Logs what changes a consumer's shape: assignments, offset corrections, leases, failures.
+/// Nothing per message: those events do not exist, and `Committed` is per commit.
+fn trace_event(event: &Event) {
+    match event {
+        Event::Assigned(queues) => tracing::info!(?queues, "queues assigned"),
+        Event::Revoked(queues) => tracing::info!(?queues, "queues revoked"),
+        Event::OffsetMoved { queue, from, to } => {
+            tracing::warn!(?queue, from, to, "broker moved an illegal offset")
+        }
+        Event::OffsetReset { queue, offset } => tracing::info!(?queue, offset, "offset reset"),
+        Event::LeaseAcquired(queues) => tracing::info!(?queues, "queue locks acquired"),
+        Event::LeaseLost(queues) => tracing::warn!(?queues, "queue locks lost"),
+        Event::SendBackFailed { queue, offset } => tracing::warn!(
+            ?queue,
+            offset,
+            "failed message could not be sent back; it will be redelivered locally"
+        ),
+        Event::GaveUp { queue, offset } => {
+            tracing::warn!(?queue, offset, "message gave up after max_reconsume_times")
+        }
+        Event::RequestFailed {
+            addr,
+            request,
+            reason,
+        } => tracing::debug!(%addr, request, ?reason, "request failed; the consumer retries"),
+        Event::CorruptMessages { queue, error } => {
+            tracing::warn!(?queue, %error, "corrupt records in a pull response")
+        }
+        Event::Committed(offsets) => tracing::debug!(?offsets, "offsets committed"),
+        Event::Closed(report) => tracing::info!(?report, "consumer closed"),
+        _ => {}
     }
 }
 

@@ -5,7 +5,9 @@ use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::setup::since_epoch;
 
 use consumer_core::ConfigError;
 use consumer_core::producer::{
@@ -231,12 +233,6 @@ fn call_error(peer: &str, error: CallError) -> SendError {
     }
 }
 
-fn since_epoch() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
 /// Wall-clock milliseconds: the message's born timestamp.
 fn unix_ms() -> i64 {
     i64::try_from(since_epoch().as_millis()).unwrap_or(i64::MAX)
@@ -304,7 +300,9 @@ impl<R: Runtime> ProducerBuilder<R> {
             self.config
                 .name_servers
                 .first()
-                .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ns| crate::local_ip(ns))
+                .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ns| {
+                    crate::setup::local_ip(ns)
+                })
         });
         let started = since_epoch();
         let instance =

@@ -40,6 +40,30 @@
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A [`LitePullConsumer`] is read as a stream:
+//!
+//! ```no_run
+//! use rocketmq_smol::{ConsumeFrom, LitePullConsumer};
+//! use smol::stream::StreamExt;
+//!
+//! smol::block_on(async {
+//!     let mut pull = LitePullConsumer::builder("my-group")
+//!         .name_server("127.0.0.1:9876")
+//!         .subscribe("TopicTest", "*")
+//!         .consume_from(ConsumeFrom::First)
+//!         .auto_commit(false)
+//!         .build()?;
+//!     while let Some(message) = pull.next().await {
+//!         println!("#{}: {} bytes", message.queue_offset(), message.body().len());
+//!         # break;
+//!     }
+//!     pull.commit().await?;
+//!     pull.shutdown().await?;
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Tasks go to `smol::spawn`: smol's global executor, which runs on its own threads (see
 //! `SMOL_THREADS`). So the consumer needs no particular executor around it: it works from
 //! `smol::block_on`, from async-std's `task::block_on` or `#[async_std::main]`, or from a plain
@@ -63,6 +87,13 @@ pub type Producer = driver::Producer<SmolRuntime>;
 
 /// How a smol [`Producer`] is configured.
 pub type ProducerBuilder = driver::ProducerBuilder<SmolRuntime>;
+
+/// A lite pull consumer on smol (or async-std): a `futures::Stream` of messages with seek,
+/// pause and commit.
+pub type LitePullConsumer = driver::LitePullConsumer<SmolRuntime>;
+
+/// How a smol [`LitePullConsumer`] is configured.
+pub type LitePullConsumerBuilder = driver::LitePullConsumerBuilder<SmolRuntime>;
 
 /// The consumer's runtime on smol: the global executor, `async-io` timers, the system clock,
 /// and `async-net` TCP streams (already `futures-io` streams).

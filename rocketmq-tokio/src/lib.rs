@@ -45,9 +45,29 @@
 //! # }
 //! ```
 //!
+//! A [`LitePullConsumer`] is a `futures::Stream` of messages, with `seek`, `pause`, `commit`:
+//!
+//! ```no_run
+//! use futures_util::StreamExt;
+//! use rocketmq_tokio::{ConsumeFrom, LitePullConsumer};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut pull = LitePullConsumer::builder("my-group")
+//!     .name_server("127.0.0.1:9876")
+//!     .subscribe("TopicTest", "*")
+//!     .consume_from(ConsumeFrom::First)
+//!     .build()?;
+//! while let Some(message) = pull.next().await {
+//!     println!("#{}: {} bytes", message.queue_offset(), message.body().len());
+//! }
+//! pull.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Start consumers and producers inside a tokio runtime (with the `time` and `io` drivers
-//! enabled): the driver spawns its tasks with `tokio::spawn`. Tokio's clock is used throughout, so a runtime
-//! with paused time drives the consumer consistently.
+//! enabled): the driver spawns its tasks with `tokio::spawn`. Tokio's clock is used
+//! throughout, so a runtime with paused time drives the consumer consistently.
 
 use std::io;
 use std::time::Instant;
@@ -69,6 +89,12 @@ pub type Producer = driver::Producer<TokioRuntime>;
 
 /// The builder of a [`Producer`] on tokio.
 pub type ProducerBuilder = driver::ProducerBuilder<TokioRuntime>;
+
+/// A lite pull consumer on tokio: a `futures::Stream` of messages with seek, pause and commit.
+pub type LitePullConsumer = driver::LitePullConsumer<TokioRuntime>;
+
+/// The builder of a [`LitePullConsumer`] on tokio.
+pub type LitePullConsumerBuilder = driver::LitePullConsumerBuilder<TokioRuntime>;
 
 /// The consumer's runtime on tokio: `tokio::spawn`, tokio's timer and clock, and
 /// `tokio::net::TcpStream` seen through `tokio_util::compat` as a `futures-io` stream.

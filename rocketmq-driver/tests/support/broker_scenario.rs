@@ -78,6 +78,78 @@ impl Topic {
     }
 }
 
+impl Topic {
+    /// The broker's address.
+    pub(crate) fn broker(&self) -> &str {
+        &self.broker
+    }
+
+    /// The broker's name (`broker-a`), as queues of this topic carry it.
+    pub(crate) fn broker_name(&self) -> String {
+        let route = rocketmq_tests::route(&self.namesrv, &self.name)
+            .unwrap_or_else(|| panic!("topic {} has no route", self.name));
+        route
+            .broker_datas
+            .iter()
+            .find(|b| b.broker_addrs.values().any(|addr| *addr == self.broker))
+            .map(|b| b.broker_name.clone())
+            .unwrap_or_else(|| panic!("no broker of {route:?} is at {}", self.broker))
+    }
+
+    /// A connection to the broker, for [`Topic::send_to`].
+    pub(crate) fn client(&self) -> BlockingClient {
+        BlockingClient::connect(&self.broker, TIMEOUT)
+            .unwrap_or_else(|e| panic!("connect to the broker at {}: {e}", self.broker))
+    }
+
+    /// Sends one message with `body` (and `keys`, when given) to queue `queue` over `client`.
+    pub(crate) fn send_to(
+        &self,
+        client: &mut BlockingClient,
+        queue: i32,
+        body: &str,
+        keys: Option<&str>,
+    ) {
+        let mut message = OutgoingMessage::new(self.name.clone(), body.to_owned());
+        if let Some(keys) = keys {
+            message.set_keys(keys);
+        }
+        let header = send_header(&self.name, queue, 0, message.encoded_properties());
+        let request =
+            Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(body.to_owned());
+        let response = client
+            .call(request, TIMEOUT)
+            .unwrap_or_else(|e| panic!("send {body}: {e}"));
+        assert_eq!(
+            response.response_code(),
+            ResponseCode::SUCCESS,
+            "send {body}: {response:?}"
+        );
+    }
+}
+
+/// The next offset to be written in queue `queue` of `topic` on the broker at `broker`, or the
+/// broker's refusal (a topic it does not have).
+pub(crate) fn max_offset(broker: &str, topic: &str, queue: i32) -> Result<i64, String> {
+    use proto::headers::{GetMaxOffsetRequest, GetMaxOffsetResponse};
+    let request = Command::request(
+        RequestCode::GET_MAX_OFFSET,
+        &GetMaxOffsetRequest {
+            topic: topic.to_owned(),
+            queue_id: queue,
+            committed: Some(true),
+        },
+    );
+    let response = rocketmq_tests::call(broker, request);
+    if response.response_code() != ResponseCode::SUCCESS {
+        return Err(format!("{response:?}"));
+    }
+    response
+        .header::<GetMaxOffsetResponse>()
+        .map(|h| h.offset)
+        .map_err(|e| format!("{e}: {response:?}"))
+}
+
 /// The queue ids of one topic a consumer owns, kept up to date from its events.
 #[derive(Clone, Default)]
 pub(crate) struct Owned(Arc<Mutex<BTreeSet<i32>>>);
@@ -106,17 +178,57 @@ pub(crate) fn start<R: Runtime>(
     expression: &str,
     from: ConsumeFrom,
 ) -> Consuming {
-    let (tx, bodies) = futures_channel::mpsc::unbounded::<String>();
-    let owned = Owned::default();
-    let observed = owned.clone();
-    let name = topic.name.clone();
-    let running = driver::PushConsumer::<R>::builder(group)
+    start_built(topic, builder::<R>(topic, group, expression, from))
+}
+
+/// A builder for a consumer of `group` subscribed to `topic` with `expression`, starting at
+/// `from`, for a scenario to adjust before [`start_built`].
+pub(crate) fn builder<R: Runtime>(
+    topic: &Topic,
+    group: &str,
+    expression: &str,
+    from: ConsumeFrom,
+) -> driver::PushConsumerBuilder<R> {
+    driver::PushConsumer::<R>::builder(group)
         .name_server(topic.namesrv.clone())
         .subscribe(topic.name.clone(), expression)
         .consume_from(from)
+}
+
+/// Starts the consumer `builder` configures with concurrent handlers that forward every body
+/// and acknowledge it; its owned queues of `topic` are tracked.
+pub(crate) fn start_built<R: Runtime>(
+    topic: &Topic,
+    builder: driver::PushConsumerBuilder<R>,
+) -> Consuming {
+    let (tx, bodies) = futures_channel::mpsc::unbounded::<String>();
+    let owned = Owned::default();
+    let running = builder
         .build()
         .expect("the consumer's configuration is valid")
-        .on_event(move |event| {
+        .on_event(owned.tracker(&topic.name))
+        .start_concurrently(move |messages: Vec<Message>| {
+            let tx = tx.clone();
+            async move {
+                for message in messages {
+                    let _ = tx.unbounded_send(String::from_utf8_lossy(message.body()).into_owned());
+                }
+                ConsumeOutcome::Success
+            }
+        });
+    Consuming {
+        running,
+        owned,
+        bodies,
+    }
+}
+
+impl Owned {
+    /// An event observer that keeps this set up to date with the owned queues of `topic`.
+    pub(crate) fn tracker(&self, topic: &str) -> impl Fn(&Event) + Send + Sync + 'static {
+        let observed = self.clone();
+        let name = topic.to_owned();
+        move |event| {
             let Ok(mut owned) = observed.0.lock() else {
                 return;
             };
@@ -134,20 +246,7 @@ pub(crate) fn start<R: Runtime>(
                 }
                 _ => {}
             }
-        })
-        .start_concurrently(move |messages: Vec<Message>| {
-            let tx = tx.clone();
-            async move {
-                for message in messages {
-                    let _ = tx.unbounded_send(String::from_utf8_lossy(message.body()).into_owned());
-                }
-                ConsumeOutcome::Success
-            }
-        });
-    Consuming {
-        running,
-        owned,
-        bodies,
+        }
     }
 }
 

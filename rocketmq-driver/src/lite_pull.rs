@@ -1,0 +1,511 @@
+//! [`LitePullConsumer`]: the application reads messages as a [`Stream`] and steers offsets
+//! itself (Java's `DefaultLitePullConsumer`).
+//!
+//! The stream asks the driver for a batch (at most `poll_batch_size` messages of one queue)
+//! only when it is polled and the previous batch has been read, so the only messages held
+//! outside the core's per-queue caches are one batch; when the application reads slowly, the
+//! caches fill and the core stops pulling. Nothing buffers without bound.
+//!
+//! The core counts a message as consumed once it is taken from its cache. The stream takes a
+//! batch at a time, so messages of the current batch not yet read by the application would
+//! count as consumed too; [`LitePullConsumer::commit`], [`LitePullConsumer::pause`] and
+//! [`LitePullConsumer::shutdown`] therefore move the batch's queue back to its first unread
+//! message first (those messages are pulled again), so what they commit is exactly what the
+//! application has read. The periodic auto-commit (every `persist_interval`) does not know
+//! what was read: it may count one unread batch as consumed, as Java's auto-commit counts a
+//! returned batch. Use `poll_batch_size(1)` or manual commits where that matters.
+
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use consumer_core::config::ConsumeMode;
+use consumer_core::output::Polled;
+use consumer_core::{
+    ConfigError, ConsumerConfig, Event, FailureReason, MessageModel, MessageQueue, ShutdownReport,
+};
+use futures_channel::oneshot;
+use futures_util::FutureExt;
+use futures_util::stream::{FusedStream, Stream};
+use proto::message::Message;
+
+use crate::driver::{EventSink, Input, PullCommand};
+use crate::runtime::Runtime;
+use crate::setup::{Setup, Spawned};
+use crate::{ConsumeFrom, DriverStopped};
+
+/// Messages the stream takes from the core at a time, by default.
+const DEFAULT_POLL_BATCH: usize = 32;
+
+/// A consumer the application reads as a [`Stream`] of messages, with offsets under its
+/// control. Build it with [`LitePullConsumer::builder`].
+///
+/// Each control method takes `&mut self`, so none runs while the stream is being read; they
+/// go through the consumer's driver task and resolve once it (and, where said, the broker) has
+/// acted.
+pub struct LitePullConsumer<R: Runtime> {
+    spawned: Spawned,
+    client_id: String,
+    batch: usize,
+    /// The current batch: messages of `batch_queue` taken from the core, not yet read.
+    buffer: VecDeque<Message>,
+    batch_queue: Option<MessageQueue>,
+    /// A batch asked for and not yet received.
+    take: Option<oneshot::Receiver<Option<Polled>>>,
+    /// The driver is gone: the stream has ended.
+    ended: bool,
+    /// The runtime only names the type: the stream stays `Unpin` whatever the runtime is.
+    _runtime: PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> std::fmt::Debug for LitePullConsumer<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LitePullConsumer")
+            .field("client_id", &self.client_id)
+            .field("unread", &self.buffer.len())
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a control request of a [`LitePullConsumer`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The consumer refused: the queue is not one it owns (yet), or not started.
+    Rejected(ConfigError),
+    /// The broker refused, did not answer in time, or could not be reached.
+    Failed(FailureReason),
+    /// The broker's answer did not come within the request timeout (plus a margin).
+    Timeout,
+    /// A later request of the same kind replaced this one before it was answered.
+    Superseded,
+    /// The consumer's driver task is gone (shut down, panicked, or its runtime stopped).
+    Stopped,
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Rejected(e) => write!(f, "{e}"),
+            Self::Failed(reason) => write!(f, "the broker request failed: {reason:?}"),
+            Self::Timeout => f.write_str("no answer from the broker in time"),
+            Self::Superseded => f.write_str("a later request replaced this one"),
+            Self::Stopped => f.write_str("the consumer's driver task stopped"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+/// What [`LitePullConsumer::commit`] stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommitReport {
+    /// Queues whose broker confirmed the commit (broadcasting: stored locally), with the next
+    /// offset to consume.
+    pub committed: Vec<(MessageQueue, i64)>,
+    /// Owned queues without a confirmation: the broker refused or did not answer in time, or
+    /// the queue had not started yet (nothing to commit).
+    pub unconfirmed: Vec<MessageQueue>,
+}
+
+impl<R: Runtime> LitePullConsumer<R> {
+    /// A builder for a lite pull consumer of `group`, with Java's defaults.
+    pub fn builder(group: impl Into<String>) -> LitePullConsumerBuilder<R> {
+        let mut setup = Setup::new(group.into());
+        setup.config.consume_mode = ConsumeMode::Poll;
+        LitePullConsumerBuilder {
+            setup,
+            assigned: Vec::new(),
+            batch: DEFAULT_POLL_BATCH,
+            events: None,
+            _runtime: PhantomData,
+        }
+    }
+
+    /// The client id brokers know this consumer by.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The queues the consumer reads now (subscribe mode: its share after rebalance; assign
+    /// mode: the assigned ones).
+    pub async fn assignment(&mut self) -> Result<Vec<MessageQueue>, ControlError> {
+        self.ask(PullCommand::Assignment).await
+    }
+
+    /// Continues `queue` at `offset`: unread messages of it are dropped, and the offset is
+    /// stored as its consumed position.
+    pub async fn seek(&mut self, queue: &MessageQueue, offset: i64) -> Result<(), ControlError> {
+        self.settle().await?;
+        self.drop_unread(queue);
+        self.ask(|reply| PullCommand::Seek {
+            queue: queue.clone(),
+            offset,
+            reply,
+        })
+        .await?
+    }
+
+    /// Continues `queue` at its first stored message. Resolves once the broker said where that
+    /// is and the queue moved there.
+    pub async fn seek_to_begin(&mut self, queue: &MessageQueue) -> Result<(), ControlError> {
+        self.seek_to_edge(queue, false).await
+    }
+
+    /// Continues `queue` after its last stored message. Resolves once the broker said where
+    /// that is and the queue moved there.
+    pub async fn seek_to_end(&mut self, queue: &MessageQueue) -> Result<(), ControlError> {
+        self.seek_to_edge(queue, true).await
+    }
+
+    async fn seek_to_edge(
+        &mut self,
+        queue: &MessageQueue,
+        to_end: bool,
+    ) -> Result<(), ControlError> {
+        self.settle().await?;
+        self.drop_unread(queue);
+        self.ask(|reply| PullCommand::SeekToEdge {
+            queue: queue.clone(),
+            to_end,
+            reply,
+        })
+        .await?
+    }
+
+    /// Stops reading `queue` until [`LitePullConsumer::resume`]: once this resolves the stream
+    /// yields none of its messages (unread ones come again after `resume`) and it is not
+    /// pulled.
+    pub async fn pause(&mut self, queue: &MessageQueue) -> Result<(), ControlError> {
+        self.settle().await?;
+        let rewind = self.unread_of(queue);
+        self.drop_unread(queue);
+        self.ask(|reply| PullCommand::Pause {
+            queue: queue.clone(),
+            rewind,
+            reply,
+        })
+        .await
+    }
+
+    /// Reads `queue` again after [`LitePullConsumer::pause`].
+    pub async fn resume(&mut self, queue: &MessageQueue) -> Result<(), ControlError> {
+        self.ask(|reply| PullCommand::Resume {
+            queue: queue.clone(),
+            reply,
+        })
+        .await
+    }
+
+    /// Commits the position of every owned queue up to the messages the stream has yielded,
+    /// and waits for the brokers' confirmations (broadcasting: for the local offset file).
+    pub async fn commit(&mut self) -> Result<CommitReport, ControlError> {
+        self.settle().await?;
+        let rewind: Vec<(MessageQueue, i64)> = self
+            .batch_queue
+            .clone()
+            .and_then(|queue| Some((queue.clone(), self.unread_of(&queue)?)))
+            .into_iter()
+            .collect();
+        self.buffer.clear();
+        self.ask(|reply| PullCommand::Commit { rewind, reply })
+            .await
+    }
+
+    /// The offset of the first message of `queue` stored at or after `unix_ms` (milliseconds
+    /// since the Unix epoch), as the broker answers it: the queue's end when nothing is that
+    /// recent.
+    pub async fn offset_for_timestamp(
+        &mut self,
+        queue: &MessageQueue,
+        unix_ms: i64,
+    ) -> Result<i64, ControlError> {
+        self.ask(|reply| PullCommand::OffsetForTimestamp {
+            queue: queue.clone(),
+            unix_ms,
+            reply,
+        })
+        .await?
+    }
+
+    /// Shuts down gracefully: commits what the stream has yielded (broadcasting: stores it),
+    /// unregisters, and resolves with what shutdown did.
+    ///
+    /// Fails only when the driver task ended without closing the consumer.
+    pub async fn shutdown(mut self) -> Result<ShutdownReport, DriverStopped> {
+        if self.settle().await.is_ok()
+            && let Some(queue) = self.batch_queue.clone()
+            && let Some(offset) = self.unread_of(&queue)
+        {
+            // Unread messages must not be committed as consumed. If the queue is gone, its new
+            // owner starts from a committed offset that is not past them either.
+            let _ = self
+                .ask(|reply| PullCommand::Seek {
+                    queue,
+                    offset,
+                    reply,
+                })
+                .await;
+        }
+        self.buffer.clear();
+        self.spawned.shutdown().await
+    }
+
+    /// Makes sure the batch asked for (if any) is here: the driver answers a held request
+    /// with `None` before it answers the next command, so after a `Sync` answer the request
+    /// is settled.
+    async fn settle(&mut self) -> Result<(), ControlError> {
+        let Some(mut take) = self.take.take() else {
+            return Ok(());
+        };
+        self.ask(PullCommand::Sync).await?;
+        match take.try_recv() {
+            Ok(Some(batch)) => {
+                self.receive(batch);
+                Ok(())
+            }
+            Ok(None) => {
+                // Not answered yet, against the driver's promise: keep waiting for it.
+                self.take = Some(take);
+                Ok(())
+            }
+            Err(oneshot::Canceled) => {
+                self.ended = true;
+                Err(ControlError::Stopped)
+            }
+        }
+    }
+
+    fn receive(&mut self, batch: Option<Polled>) {
+        if let Some(Polled { queue, messages }) = batch
+            && !messages.is_empty()
+        {
+            self.batch_queue = Some(queue);
+            self.buffer.extend(messages);
+        }
+    }
+
+    /// The offset of the first unread message of `queue`, if the current batch is of it.
+    fn unread_of(&self, queue: &MessageQueue) -> Option<i64> {
+        if self.batch_queue.as_ref() != Some(queue) {
+            return None;
+        }
+        self.buffer.front().map(Message::queue_offset)
+    }
+
+    fn drop_unread(&mut self, queue: &MessageQueue) {
+        if self.batch_queue.as_ref() == Some(queue) {
+            self.buffer.clear();
+        }
+    }
+
+    /// Sends a command made around a reply channel and waits for the reply.
+    async fn ask<T>(
+        &mut self,
+        command: impl FnOnce(oneshot::Sender<T>) -> PullCommand,
+    ) -> Result<T, ControlError> {
+        let (reply, answer) = oneshot::channel();
+        self.spawned
+            .inputs
+            .unbounded_send(Input::Pull(command(reply)))
+            .map_err(|_| ControlError::Stopped)?;
+        answer.await.map_err(|_| ControlError::Stopped)
+    }
+}
+
+impl<R: Runtime> Stream for LitePullConsumer<R> {
+    type Item = Message;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(message) = this.buffer.pop_front() {
+                return Poll::Ready(Some(message));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let take = match &mut this.take {
+                Some(take) => take,
+                None => {
+                    let (reply, answer) = oneshot::channel();
+                    let asked =
+                        this.spawned
+                            .inputs
+                            .unbounded_send(Input::Pull(PullCommand::Take {
+                                max: this.batch,
+                                reply,
+                            }));
+                    if asked.is_err() {
+                        this.ended = true;
+                        continue;
+                    }
+                    this.take.insert(answer)
+                }
+            };
+            match take.poll_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(answer) => {
+                    this.take = None;
+                    match answer {
+                        Ok(batch) => this.receive(batch),
+                        Err(oneshot::Canceled) => this.ended = true,
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<R: Runtime> FusedStream for LitePullConsumer<R> {
+    fn is_terminated(&self) -> bool {
+        self.ended && self.buffer.is_empty()
+    }
+}
+
+/// Configures a [`LitePullConsumer`].
+pub struct LitePullConsumerBuilder<R: Runtime> {
+    setup: Setup,
+    assigned: Vec<MessageQueue>,
+    batch: usize,
+    events: Option<EventSink>,
+    _runtime: PhantomData<R>,
+}
+
+impl<R: Runtime> std::fmt::Debug for LitePullConsumerBuilder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LitePullConsumerBuilder")
+            .field("config", &self.setup.config)
+            .field("subscriptions", &self.setup.subscriptions)
+            .field("assigned", &self.assigned)
+            .field("poll_batch_size", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> LitePullConsumerBuilder<R> {
+    /// Adds a name server address (`host:port`); call again for more.
+    #[must_use]
+    pub fn name_server(mut self, addr: impl Into<String>) -> Self {
+        self.setup.config.name_servers.push(addr.into());
+        self
+    }
+
+    /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`): the group's
+    /// members share its queues by rebalance. Call again for more topics. With
+    /// [`LitePullConsumerBuilder::assign`] on the same topic, the expression filters the
+    /// assigned queues.
+    #[must_use]
+    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.setup
+            .subscriptions
+            .push((topic.into(), expression.into()));
+        self
+    }
+
+    /// Reads exactly `queues`, without rebalancing them (Java's `assign`).
+    #[must_use]
+    pub fn assign(mut self, queues: impl IntoIterator<Item = MessageQueue>) -> Self {
+        self.assigned.extend(queues);
+        self
+    }
+
+    /// Where queues without a committed offset start ([`ConsumeFrom::Last`] by default).
+    #[must_use]
+    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
+        self.setup.config.consume_from = from.into();
+        self
+    }
+
+    /// Whether what the stream took is committed every `persist_interval` (5 s) on its own
+    /// (on by default). Off, only [`LitePullConsumer::commit`] and shutdown commit.
+    #[must_use]
+    pub fn auto_commit(mut self, on: bool) -> Self {
+        self.setup.config.auto_commit = on;
+        self
+    }
+
+    /// The most messages the stream takes from the consumer at a time (32 by default); see
+    /// the module docs for what that means for auto-commit.
+    #[must_use]
+    pub fn poll_batch_size(mut self, messages: usize) -> Self {
+        self.batch = messages;
+        self
+    }
+
+    /// Every member reads every message, keeping its offsets in a local file (see
+    /// `PushConsumerBuilder::broadcasting`).
+    #[must_use]
+    pub fn broadcasting(mut self) -> Self {
+        self.setup.config.message_model = MessageModel::Broadcasting;
+        self
+    }
+
+    /// The directory of broadcasting offset files (`$HOME/.rocketmq_offsets` by default).
+    #[must_use]
+    pub fn offset_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.setup.offset_dir = Some(dir.into());
+        self
+    }
+
+    /// The IP address in the client id (see `PushConsumerBuilder::client_ip`).
+    #[must_use]
+    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
+        self.setup.client_ip = Some(ip.into());
+        self
+    }
+
+    /// Calls `observer` with every [`Event`] the consumer reports, on the driver task: it must
+    /// return quickly.
+    #[must_use]
+    pub fn on_event(mut self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(observer));
+        self
+    }
+
+    /// Adjusts any other knob of the core's [`ConsumerConfig`] (cache limits, intervals...).
+    /// The consume mode stays poll mode.
+    #[must_use]
+    pub fn configure(mut self, adjust: impl FnOnce(&mut ConsumerConfig)) -> Self {
+        adjust(&mut self.setup.config);
+        self
+    }
+
+    /// Checks the configuration, creates the consumer and starts it: spawns its driver task
+    /// on the runtime (call it inside a tokio runtime for `rocketmq-tokio`). Messages arrive
+    /// as the stream is read.
+    pub fn build(mut self) -> Result<LitePullConsumer<R>, ConfigError> {
+        if self.setup.subscriptions.is_empty() && self.assigned.is_empty() {
+            return Err(ConfigError(
+                "subscribe to a topic or assign queues".to_owned(),
+            ));
+        }
+        if self.batch == 0 {
+            return Err(ConfigError("poll_batch_size must be at least 1".to_owned()));
+        }
+        self.setup.config.consume_mode = ConsumeMode::Poll;
+        let checked = self.setup.check()?;
+        let runtime = R::default();
+        let now = runtime.now();
+        let mut consumer = checked.consumer(ConsumeMode::Poll, now)?;
+        if !self.assigned.is_empty() {
+            consumer.assign(now, self.assigned)?;
+        }
+        let spawned = checked.spawn(&runtime, consumer, None, self.events);
+        Ok(LitePullConsumer {
+            spawned,
+            client_id: checked.client_id,
+            batch: self.batch,
+            buffer: VecDeque::new(),
+            batch_queue: None,
+            take: None,
+            ended: false,
+            _runtime: PhantomData,
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! [`PushConsumer`]: the application hands over a handler and the consumer calls it.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use consumer_core::config::ConsumeMode;
+use consumer_core::{ConfigError, ConsumeOutcome, ConsumerConfig, Event, MessageModel};
+use proto::message::Message;
+
+use crate::driver::{EventSink, Handler};
+use crate::runtime::Runtime;
+use crate::setup::{Checked, Setup, Spawned};
+use crate::{ConsumeFrom, DriverStopped, ShutdownReport};
+
+/// A push consumer, configured and not yet running. Build it with [`PushConsumer::builder`],
+/// then start it with [`PushConsumer::start_concurrently`] or [`PushConsumer::start_orderly`].
+pub struct PushConsumer<R: Runtime> {
+    checked: Checked,
+    events: Option<EventSink>,
+    _runtime: PhantomData<R>,
+}
+
+impl<R: Runtime> std::fmt::Debug for PushConsumer<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumer")
+            .field("client_id", &self.checked.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> PushConsumer<R> {
+    /// A builder for a consumer of `group`, with Java's defaults.
+    pub fn builder(group: impl Into<String>) -> PushConsumerBuilder<R> {
+        PushConsumerBuilder {
+            setup: Setup::new(group.into()),
+            _runtime: PhantomData,
+        }
+    }
+
+    /// The client id brokers know this consumer by (`ip@pid#start_nanos`).
+    pub fn client_id(&self) -> &str {
+        &self.checked.client_id
+    }
+
+    /// Calls `observer` with every [`Event`] the consumer reports (assignments, failed requests,
+    /// moved offsets...), on the driver task: it must return quickly.
+    #[must_use]
+    pub fn on_event(mut self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(observer));
+        self
+    }
+
+    /// Starts consuming with handlers running side by side: spawns the driver task on the
+    /// runtime and returns its handle. Each delivery (`consume_batch_size` messages of one
+    /// queue, 1 by default) is passed to `handler` on a task of its own; up to
+    /// `max_in_flight_deliveries` (20) run at once. A handler that panics counts as
+    /// [`ConsumeOutcome::ReconsumeLater`]; in clustering, failed messages go back to the broker
+    /// and return after its delay (10 s after the first failure, growing), until
+    /// `max_reconsume_times` sends them to the group's dead-letter queue.
+    ///
+    /// Call it where the runtime can spawn (inside a tokio runtime for `rocketmq-tokio`).
+    /// Dropping the handle starts a graceful shutdown without waiting for it; prefer
+    /// [`RunningConsumer::shutdown`].
+    pub fn start_concurrently<F, Fut>(self, handler: F) -> RunningConsumer
+    where
+        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeOutcome> + Send + 'static,
+    {
+        self.start(ConsumeMode::Concurrent, handler)
+    }
+
+    /// Starts consuming in order: each queue's messages reach `handler` one delivery at a time,
+    /// in queue order, and (clustering) only while this consumer holds the queue's lock on its
+    /// broker, so messages sent to one queue (for example chosen by a sharding key) are handled
+    /// in the order they were stored, even while members join and leave. Different queues still
+    /// run side by side, up to `max_in_flight_deliveries`.
+    ///
+    /// A handler that answers [`ConsumeOutcome::Suspend`] or
+    /// [`ConsumeOutcome::ReconsumeLater`] gets the same batch again after the pause
+    /// (`suspend_delay`, 1 s by default); after `max_reconsume_times` failures (unlimited by
+    /// default) a message goes to the dead-letter queue and the queue moves on. A handler that
+    /// panics counts as `ReconsumeLater`.
+    pub fn start_orderly<F, Fut>(self, handler: F) -> RunningConsumer
+    where
+        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeOutcome> + Send + 'static,
+    {
+        self.start(ConsumeMode::Orderly, handler)
+    }
+
+    fn start<F, Fut>(self, mode: ConsumeMode, handler: F) -> RunningConsumer
+    where
+        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ConsumeOutcome> + Send + 'static,
+    {
+        let handler: Handler = Arc::new(move |messages| Box::pin(handler(messages)));
+        let runtime = R::default();
+        let consumer = self
+            .checked
+            .consumer(mode, runtime.now())
+            // `build` made a consumer from this very configuration, in each mode.
+            .expect("build checked this configuration and these subscriptions");
+        let client_id = self.checked.client_id.clone();
+        let spawned = self
+            .checked
+            .spawn(&runtime, consumer, Some(handler), self.events);
+        RunningConsumer { spawned, client_id }
+    }
+}
+
+/// Configures a [`PushConsumer`].
+pub struct PushConsumerBuilder<R: Runtime> {
+    setup: Setup,
+    _runtime: PhantomData<R>,
+}
+
+impl<R: Runtime> std::fmt::Debug for PushConsumerBuilder<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumerBuilder")
+            .field("config", &self.setup.config)
+            .field("subscriptions", &self.setup.subscriptions)
+            .field("client_ip", &self.setup.client_ip)
+            .field("offset_dir", &self.setup.offset_dir)
+            .finish()
+    }
+}
+
+impl<R: Runtime> PushConsumerBuilder<R> {
+    /// Adds a name server address (`host:port`); call again for more.
+    #[must_use]
+    pub fn name_server(mut self, addr: impl Into<String>) -> Self {
+        self.setup.config.name_servers.push(addr.into());
+        self
+    }
+
+    /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`); call again for more
+    /// topics. (SQL92 property filters are not supported yet: the consumer core builds tag
+    /// subscriptions only.)
+    #[must_use]
+    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.setup
+            .subscriptions
+            .push((topic.into(), expression.into()));
+        self
+    }
+
+    /// Where queues without a committed offset start ([`ConsumeFrom::Last`] by default).
+    #[must_use]
+    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
+        self.setup.config.consume_from = from.into();
+        self
+    }
+
+    /// Every member of the group gets every message (Java's `BROADCASTING`), instead of each
+    /// message going to one member. Each member keeps its offsets in a local file,
+    /// `<offset_dir>/<group>/offsets.json` (Java's format), read when the consumer is built
+    /// and replaced atomically every `persist_interval` (5 s) and at shutdown; a member
+    /// restarted with the same directory resumes where it stopped. Failed messages are not
+    /// sent back: they are delivered again locally until `max_reconsume_times`, then dropped.
+    #[must_use]
+    pub fn broadcasting(mut self) -> Self {
+        self.setup.config.message_model = MessageModel::Broadcasting;
+        self
+    }
+
+    /// The directory of broadcasting offset files: `$HOME/.rocketmq_offsets` by default (the
+    /// system's temporary directory when there is no `HOME`).
+    #[must_use]
+    pub fn offset_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.setup.offset_dir = Some(dir.into());
+        self
+    }
+
+    /// How many times a failed message is delivered again before it goes to the group's
+    /// dead-letter queue `%DLQ%<group>` (broadcasting: before it is dropped). Java's defaults
+    /// when unset: 16 for concurrent handlers, unlimited for orderly ones.
+    #[must_use]
+    pub fn max_reconsume_times(mut self, times: i32) -> Self {
+        self.setup.config.max_reconsume_times = Some(times);
+        self
+    }
+
+    /// The IP address in the client id. By default it is `127.0.0.1` when the first name server
+    /// is on loopback or named by a host name (no DNS lookup is made for this), else the local
+    /// address the system would use to reach that name server. It only names this client to the
+    /// brokers; uniqueness comes from the `pid#start_nanos` that follows it.
+    #[must_use]
+    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
+        self.setup.client_ip = Some(ip.into());
+        self
+    }
+
+    /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
+    /// cache limits, intervals...). The consume mode is set by the `start_*` method.
+    #[must_use]
+    pub fn configure(mut self, adjust: impl FnOnce(&mut ConsumerConfig)) -> Self {
+        adjust(&mut self.setup.config);
+        self
+    }
+
+    /// Checks the configuration and subscriptions, reads the broadcasting offset file, and
+    /// creates the consumer (nothing is connected until it starts).
+    pub fn build(self) -> Result<PushConsumer<R>, ConfigError> {
+        if self.setup.subscriptions.is_empty() {
+            return Err(ConfigError("subscribe to at least one topic".to_owned()));
+        }
+        let checked = self.setup.check()?;
+        // Consumers made now refuse exactly what the ones made at start would.
+        let now = R::default().now();
+        checked.consumer(ConsumeMode::Concurrent, now)?;
+        checked.consumer(ConsumeMode::Orderly, now)?;
+        Ok(PushConsumer {
+            checked,
+            events: None,
+            _runtime: PhantomData,
+        })
+    }
+}
+
+/// A running consumer. Shut it down with [`RunningConsumer::shutdown`]; dropping it starts the
+/// same graceful shutdown without waiting for it.
+#[derive(Debug)]
+pub struct RunningConsumer {
+    spawned: Spawned,
+    client_id: String,
+}
+
+impl RunningConsumer {
+    /// The client id brokers know this consumer by.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// Shuts down gracefully: no new pulls or deliveries; in-flight handlers get up to
+    /// `shutdown_drain_timeout` (10 s) to finish; offsets are committed (broadcasting: stored
+    /// in the offset file), orderly queue locks released, and the client unregisters. Resolves
+    /// when the consumer has closed, with what it did.
+    ///
+    /// Fails only when the driver task ended without closing the consumer (it panicked, or the
+    /// runtime shut down under it).
+    pub async fn shutdown(mut self) -> Result<ShutdownReport, DriverStopped> {
+        self.spawned.shutdown().await
+    }
+}

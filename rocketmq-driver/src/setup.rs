@@ -1,0 +1,195 @@
+//! What the push and lite pull builders share: the configuration they collect, the client id,
+//! the broadcasting offset file, and turning all of it into a [`Consumer`] and a driver task.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use consumer_core::config::ConsumeMode;
+use consumer_core::{ConfigError, Consumer, ConsumerConfig, MessageModel, MessageQueue};
+use futures_channel::{mpsc, oneshot};
+use tracing::Instrument;
+
+use crate::driver::{Driver, EventSink, Handler, Input};
+use crate::offset_file::{self, OffsetFile};
+use crate::runtime::Runtime;
+use crate::{DriverStopped, ShutdownReport};
+
+/// How much longer than the consumer's own request timeout an application request waits for
+/// the brokers: the answer's trip back through the driver.
+const CONTROL_MARGIN: Duration = Duration::from_secs(1);
+
+/// A builder's state before the consumer exists.
+#[derive(Clone, Debug)]
+pub(crate) struct Setup {
+    pub(crate) config: ConsumerConfig,
+    pub(crate) subscriptions: Vec<(String, String)>,
+    pub(crate) client_ip: Option<String>,
+    /// Broadcasting: the directory of the offset files (the default when `None`).
+    pub(crate) offset_dir: Option<PathBuf>,
+}
+
+/// A checked [`Setup`], ready to create consumers.
+#[derive(Clone, Debug)]
+pub(crate) struct Checked {
+    setup: Setup,
+    pub(crate) client_id: String,
+    offset_file: Option<OffsetFile>,
+    /// Broadcasting: the offsets the last run stored.
+    stored: Vec<(MessageQueue, i64)>,
+}
+
+impl Setup {
+    pub(crate) fn new(group: String) -> Self {
+        Self {
+            config: ConsumerConfig::new(group, Vec::new()),
+            subscriptions: Vec::new(),
+            client_ip: None,
+            offset_dir: None,
+        }
+    }
+
+    /// Reads the broadcasting offset file and picks the client id. What the core refuses is
+    /// found by [`Checked::consumer`].
+    pub(crate) fn check(self) -> Result<Checked, ConfigError> {
+        let offset_file = match self.config.message_model {
+            MessageModel::Broadcasting => {
+                let dir = self
+                    .offset_dir
+                    .clone()
+                    .unwrap_or_else(offset_file::default_dir);
+                Some(OffsetFile::new(&dir, &self.config.group)?)
+            }
+            _ => None,
+        };
+        let stored = match &offset_file {
+            Some(file) => file.load()?,
+            None => Vec::new(),
+        };
+        let since_epoch = since_epoch();
+        let ip = self.client_ip.clone().unwrap_or_else(|| {
+            self.config
+                .name_servers
+                .first()
+                .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ns| local_ip(ns))
+                .to_string()
+        });
+        let instance =
+            consumer_core::default_instance_name(std::process::id(), since_epoch.as_nanos());
+        Ok(Checked {
+            client_id: consumer_core::client_id(&ip, &instance),
+            setup: self,
+            offset_file,
+            stored,
+        })
+    }
+}
+
+impl Checked {
+    /// A consumer in `mode`, subscribed, with the stored offsets loaded, at `now`.
+    pub(crate) fn consumer(
+        &self,
+        mode: ConsumeMode,
+        now: std::time::Instant,
+    ) -> Result<Consumer, ConfigError> {
+        let mut config = self.setup.config.clone();
+        config.consume_mode = mode;
+        let unix_ms = i64::try_from(since_epoch().as_millis()).unwrap_or(i64::MAX);
+        let mut consumer = Consumer::new(config, self.client_id.clone(), now, unix_ms)?;
+        consumer.load_offsets(self.stored.iter().cloned());
+        for (topic, expression) in &self.setup.subscriptions {
+            consumer.subscribe(now, topic, expression)?;
+        }
+        Ok(consumer)
+    }
+
+    /// Spawns the driver task of `consumer` on `runtime`.
+    pub(crate) fn spawn<R: Runtime>(
+        &self,
+        runtime: &R,
+        consumer: Consumer,
+        handler: Option<Handler>,
+        events: Option<EventSink>,
+    ) -> Spawned {
+        let (inputs_tx, inputs) = mpsc::unbounded();
+        let (done, report) = oneshot::channel();
+        let config = &self.setup.config;
+        let span = tracing::info_span!(
+            "rocketmq_consumer",
+            group = %config.group,
+            client_id = %self.client_id,
+        );
+        let driver = Driver {
+            runtime: runtime.clone(),
+            consumer,
+            handler,
+            events,
+            offsets: self.offset_file.clone(),
+            control_timeout: config.request_timeout + CONTROL_MARGIN,
+            broadcasting: config.message_model == MessageModel::Broadcasting,
+            inputs_tx: inputs_tx.clone(),
+            inputs,
+            done,
+        };
+        runtime.spawn(Box::pin(driver.run().instrument(span)));
+        Spawned {
+            inputs: inputs_tx,
+            report: Some(report),
+        }
+    }
+}
+
+/// The application's end of a driver task.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) inputs: mpsc::UnboundedSender<Input>,
+    report: Option<oneshot::Receiver<ShutdownReport>>,
+}
+
+impl Spawned {
+    /// Asks for a graceful shutdown and waits for its report.
+    pub(crate) async fn shutdown(&mut self) -> Result<ShutdownReport, DriverStopped> {
+        let _ = self.inputs.unbounded_send(Input::Shutdown);
+        match self.report.take() {
+            Some(report) => report.await.map_err(|_| DriverStopped),
+            None => Err(DriverStopped),
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if self.report.is_some() {
+            let _ = self.inputs.unbounded_send(Input::Shutdown);
+        }
+    }
+}
+
+/// The wall clock, as time since the Unix epoch (zero if the clock is before it).
+pub(crate) fn since_epoch() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// The local address the system would use to reach `name_server`, found by "connecting" a UDP
+/// socket (which sends nothing). Loopback, host names and failures give `127.0.0.1`.
+pub(crate) fn local_ip(name_server: &str) -> IpAddr {
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let Ok(peer) = name_server.parse::<SocketAddr>() else {
+        return loopback;
+    };
+    if peer.ip().is_loopback() {
+        return loopback;
+    }
+    let any = match peer {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    UdpSocket::bind((any, 0))
+        .and_then(|socket| {
+            socket.connect(peer)?;
+            socket.local_addr()
+        })
+        .map_or(loopback, |local| local.ip())
+}

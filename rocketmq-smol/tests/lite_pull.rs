@@ -1,0 +1,12 @@
+//! The lite pull consumer (subscribe, pause, commit, assign, seek) on smol against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`); the
+//! scenario is `rocketmq-driver/tests/support/lite_pull.rs`.
+
+#[path = "../../rocketmq-driver/tests/support/lite_pull.rs"]
+mod lite_pull;
+
+#[test]
+fn smol_reads_pauses_commits_and_seeks() {
+    smol::block_on(lite_pull::reads_pauses_commits_and_seeks::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-lite_pull"));
+}
