@@ -80,6 +80,10 @@ pub fn consume(
     }
 }
 
+/// How long a message that was not printed waits before it is delivered again: longer than
+/// `rmq consume` runs after its last message, so it is left for the next run.
+const KEEP: Duration = Duration::from_secs(30);
+
 /// A delivered message on its way to the printer, with the channel for the printer's verdict.
 struct Printed {
     json: Value,
@@ -102,7 +106,8 @@ async fn run<R: Runtime>(
         .build()
         .map_err(|e| e.to_string())?;
     // Each handler waits for the printer's verdict, so a message that arrives after `--count`
-    // was reached is not acknowledged: its offset is not committed and the next run gets it.
+    // was reached is not acknowledged: it is kept (suspended, not sent to the retry topic), its
+    // offset is not committed, and the next run gets it.
     let running = consumer.start_concurrently(move |messages: Vec<Message>| {
         let tx = tx.clone();
         async move {
@@ -117,10 +122,10 @@ async fn run<R: Runtime>(
                     verdict,
                 };
                 if tx.unbounded_send(item).is_err() {
-                    return ConsumeOutcome::ReconsumeLater;
+                    return ConsumeOutcome::Suspend(KEEP);
                 }
                 if !printed.await.unwrap_or(false) {
-                    outcome = ConsumeOutcome::ReconsumeLater;
+                    outcome = ConsumeOutcome::Suspend(KEEP);
                 }
             }
             outcome

@@ -1,41 +1,14 @@
 //! `rmq produce` then `rmq consume` against the real local broker: every body produced is
 //! printed once, offsets are committed on exit, and a second run of the same group gets nothing.
 
-use std::process::Command;
+mod support;
 
-use serde_json::Value;
-
-fn rmq(args: &[&str]) -> (bool, Vec<Value>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rmq"))
-        .args(args)
-        .output()
-        .expect("rmq runs");
-    let lines = String::from_utf8(out.stdout)
-        .expect("UTF-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
-    (
-        out.status.success(),
-        lines,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::{consume_from_first, create_topic, fresh_topic_and_group, rmq};
 
 #[test]
 fn produced_messages_are_consumed_once() {
-    assert!(
-        std::env::var("NAMESRV_ADDR").is_ok(),
-        "NAMESRV_ADDR is not set: start the local cluster with `scripts/broker start` (scripts/test does)"
-    );
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_micros();
-    let topic = format!("rmq-cli-{stamp}");
-    let group = format!("rmq-cli-group-{stamp}");
-    let (ok, _, stderr) = rmq(&["topic", "create", &topic, "--queues", "2"]);
-    assert!(ok, "topic create failed: {stderr}");
+    let (topic, group) = fresh_topic_and_group("rmq-cli");
+    create_topic(&topic, 2);
     let (ok, _, stderr) = rmq(&[
         "produce", "--topic", &topic, "--count", "30", "--tag", "t", "--body", "body {i}",
     ]);
@@ -52,20 +25,8 @@ fn produced_messages_are_consumed_once() {
     let backlog: i64 = before.iter().map(|q| q["lag"].as_i64().expect("lag")).sum();
     assert_eq!(backlog, 30, "{before:?}");
 
-    let args = [
-        "consume",
-        "--group",
-        &group,
-        "--topic",
-        &topic,
-        "--from",
-        "first",
-        "--count",
-        "30",
-        "--idle-exit",
-        "30",
-    ];
-    let (ok, messages, stderr) = rmq(&args);
+    let (ok, messages, stderr) =
+        consume_from_first(&group, &topic, &["--count", "30", "--idle-exit", "30"]);
     assert!(ok, "consume failed: {stderr}");
     let mut bodies: Vec<String> = messages
         .iter()
@@ -81,17 +42,7 @@ fn produced_messages_are_consumed_once() {
             .all(|m| m["tags"] == "t" && m["topic"] == topic.as_str())
     );
 
-    let (ok, again, stderr) = rmq(&[
-        "consume",
-        "--group",
-        &group,
-        "--topic",
-        &topic,
-        "--from",
-        "first",
-        "--idle-exit",
-        "3",
-    ]);
+    let (ok, again, stderr) = consume_from_first(&group, &topic, &["--idle-exit", "3"]);
     assert!(ok, "second consume failed: {stderr}");
     let (ok, after, stderr) = rmq(&["offsets", "--group", &group, "--topic", &topic]);
     assert!(ok, "offsets failed: {stderr}");

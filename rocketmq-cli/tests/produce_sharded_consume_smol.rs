@@ -3,41 +3,14 @@
 //! progress (no carriage returns), and produce ends with its count/rate/errors line. Needs the
 //! real local broker (`scripts/broker start`, `NAMESRV_ADDR`).
 
-use std::process::Command;
+mod support;
 
-use serde_json::Value;
-
-fn rmq(args: &[&str]) -> (bool, Vec<Value>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rmq"))
-        .args(args)
-        .output()
-        .expect("rmq runs");
-    let lines = String::from_utf8(out.stdout)
-        .expect("UTF-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
-    (
-        out.status.success(),
-        lines,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::{consume_from_first, create_topic, fresh_topic_and_group, rmq};
 
 #[test]
 fn sharded_produce_keeps_one_queue_in_order_and_smol_consumes_it() {
-    assert!(
-        std::env::var("NAMESRV_ADDR").is_ok(),
-        "NAMESRV_ADDR is not set: start the local cluster with `scripts/broker start` (scripts/test does)"
-    );
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_micros();
-    let topic = format!("rmq-cli-sharded-{stamp}");
-    let group = format!("rmq-cli-sharded-group-{stamp}");
-    let (ok, _, stderr) = rmq(&["topic", "create", &topic, "--queues", "4"]);
-    assert!(ok, "topic create failed: {stderr}");
+    let (topic, group) = fresh_topic_and_group("rmq-cli-sharded");
+    create_topic(&topic, 4);
 
     let (ok, _, stderr) = rmq(&[
         "produce",
@@ -65,21 +38,11 @@ fn sharded_produce_keeps_one_queue_in_order_and_smol_consumes_it() {
         "final line: {stderr}"
     );
 
-    let (ok, messages, stderr) = rmq(&[
-        "consume",
-        "--runtime",
-        "smol",
-        "--group",
+    let (ok, messages, stderr) = consume_from_first(
         &group,
-        "--topic",
         &topic,
-        "--from",
-        "first",
-        "--count",
-        "40",
-        "--idle-exit",
-        "30",
-    ]);
+        &["--runtime", "smol", "--count", "40", "--idle-exit", "30"],
+    );
     assert!(ok, "consume failed: {stderr}");
     assert!(
         !stderr.contains('\r'),

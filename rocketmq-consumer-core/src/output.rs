@@ -48,8 +48,11 @@ pub enum ConsumeOutcome {
         /// The broker's delay level for the retry.
         delay_level: i32,
     },
-    /// Orderly: retry the whole batch after this pause (clamped to 10 ms ..= 30 s), in the
-    /// same order. Concurrent consumers treat it as [`ConsumeOutcome::ReconsumeLater`].
+    /// Deliver the messages again after this pause (clamped to 10 ms ..= 30 s), from this
+    /// consumer's cache: orderly retries the whole batch in the same order (Java's
+    /// `SUSPEND_CURRENT_QUEUE_A_MOMENT`); concurrent consumers keep the messages instead of
+    /// sending them back, so the committed offset stays before them (for a handler that must
+    /// not consume them now, and not hand them to the retry topic either).
     Suspend(std::time::Duration),
 }
 
@@ -171,6 +174,14 @@ pub enum Event {
         /// The message's queue offset.
         offset: i64,
     },
+    /// A broker refused to evaluate the topic's SQL92 expression (`enablePropertyFilter` is
+    /// off, or the expression does not compile); the subscription was dropped.
+    SubscriptionRejected {
+        /// The topic.
+        topic: String,
+        /// The broker's answer.
+        reason: FailureReason,
+    },
     /// Offsets the brokers confirmed after `Consumer::commit`.
     Committed(Vec<(MessageQueue, i64)>),
     /// The answer to `Consumer::offset_for_timestamp` number `request`.
@@ -198,6 +209,8 @@ pub enum FailureReason {
     Disconnected,
     /// The answer did not decode.
     Malformed(String),
+    /// The answer came after the queue it was for was revoked or restarted.
+    Stale,
 }
 
 /// What shutdown did.

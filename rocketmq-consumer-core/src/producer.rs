@@ -782,34 +782,10 @@ impl Attempts {
 
 #[cfg(test)]
 mod tests {
-    use proto::body::{BrokerData, QueueData};
+    // Tests of `PublishRoute`, route requests and the route cache, which need a route to
+    // build, are in `rocketmq-driver/tests/producer_routes.rs`, beside its route fixture.
 
     use super::*;
-
-    fn route(brokers: &[(&str, i32)]) -> TopicRouteData {
-        TopicRouteData {
-            queue_datas: brokers
-                .iter()
-                .map(|&(name, queues)| QueueData {
-                    broker_name: name.to_owned(),
-                    read_queue_nums: queues,
-                    write_queue_nums: queues,
-                    perm: 6,
-                    topic_sys_flag: 0,
-                })
-                .collect(),
-            broker_datas: brokers
-                .iter()
-                .enumerate()
-                .map(|(i, &(name, _))| BrokerData {
-                    broker_name: name.to_owned(),
-                    broker_addrs: [(0, format!("10.0.0.{i}:10911"))].into(),
-                    ..BrokerData::default()
-                })
-                .collect(),
-            ..TopicRouteData::default()
-        }
-    }
 
     fn config() -> ProducerConfig {
         ProducerConfig::new("g", vec!["ns:9876".to_owned()])
@@ -831,32 +807,6 @@ mod tests {
         assert_eq!(shard_index("polygenelubricants", 8), Some(0));
         assert_eq!(shard_index("abc", 8), Some(96_354 % 8));
         assert_eq!(shard_index("abc", 0), None);
-    }
-
-    #[test]
-    fn publish_route_orders_brokers_and_needs_masters() {
-        let mut data = route(&[("b", 2), ("a", 1)]);
-        data.queue_datas.push(QueueData {
-            broker_name: "no-master".to_owned(),
-            read_queue_nums: 4,
-            write_queue_nums: 4,
-            perm: 6,
-            topic_sys_flag: 0,
-        });
-        let publish = PublishRoute::new("T", &data);
-        let names: Vec<_> = publish
-            .targets()
-            .iter()
-            .map(|t| (t.queue.broker_name(), t.queue.queue_id(), t.addr.as_str()))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("a", 0, "10.0.0.1:10911"),
-                ("b", 0, "10.0.0.0:10911"),
-                ("b", 1, "10.0.0.0:10911")
-            ]
-        );
     }
 
     fn prepared(key: Option<&str>) -> Prepared {
@@ -1003,29 +953,6 @@ mod tests {
             prepared.interpret(&target, &headerless),
             Err(SendError::BadResponse { .. })
         ));
-    }
-
-    #[test]
-    fn route_responses() {
-        let mut ok = Command::response(ResponseCode::SUCCESS, 1);
-        ok.body = route(&[("a", 2)]).encode().into();
-        assert_eq!(
-            route_from_response("T", &ok).map(|r| r.targets().len()),
-            Ok(2)
-        );
-        let missing = Command::response(ResponseCode::TOPIC_NOT_EXIST, 1);
-        assert!(matches!(
-            route_from_response("T", &missing),
-            Err(SendError::NoRoute { .. })
-        ));
-        let mut garbage = Command::response(ResponseCode::SUCCESS, 1);
-        garbage.body = b"{".to_vec().into();
-        assert!(matches!(
-            route_from_response("T", &garbage),
-            Err(SendError::BadResponse { .. })
-        ));
-        let request = route_request("T");
-        assert_eq!(request.request_code(), RequestCode::GET_ROUTEINFO_BY_TOPIC);
     }
 
     #[test]

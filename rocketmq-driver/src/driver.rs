@@ -466,14 +466,20 @@ impl<R: Runtime> Io<'_, R> {
                 if let Some(earlier) = self.waiters.commit.take() {
                     earlier.finish();
                 }
-                self.waiters.commit = Some(CommitWait {
-                    expected: consumer.assignment().cloned().collect(),
+                let expected: BTreeSet<MessageQueue> = consumer.commit(now).into_iter().collect();
+                let wait = CommitWait {
+                    expected,
                     committed: Vec::new(),
                     answers: 0,
                     deadline: now + self.control_timeout,
                     reply,
-                });
-                consumer.commit(now);
+                };
+                // Nothing started yet: nothing to wait for.
+                if wait.expected.is_empty() {
+                    wait.finish();
+                } else {
+                    self.waiters.commit = Some(wait);
+                }
             }
             PullCommand::OffsetForTimestamp {
                 queue,

@@ -404,7 +404,21 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
         self.setup
             .subscriptions
-            .push((topic.into(), expression.into()));
+            .push((topic.into(), expression.into(), false));
+        self
+    }
+
+    /// Subscribes to `topic` with an SQL92 expression over message properties, evaluated by
+    /// the broker (see `PushConsumerBuilder::subscribe_sql92`).
+    #[must_use]
+    pub fn subscribe_sql92(
+        mut self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Self {
+        self.setup
+            .subscriptions
+            .push((topic.into(), expression.into(), true));
         self
     }
 

@@ -136,13 +136,27 @@ impl<R: Runtime> PushConsumerBuilder<R> {
     }
 
     /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`); call again for more
-    /// topics. (SQL92 property filters are not supported yet: the consumer core builds tag
-    /// subscriptions only.)
+    /// topics.
     #[must_use]
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
         self.setup
             .subscriptions
-            .push((topic.into(), expression.into()));
+            .push((topic.into(), expression.into(), false));
+        self
+    }
+
+    /// Subscribes to `topic` with an SQL92 expression over message properties, evaluated by
+    /// the broker (which must run with `enablePropertyFilter=true`; otherwise the subscription
+    /// is dropped with `Event::SubscriptionRejected`).
+    #[must_use]
+    pub fn subscribe_sql92(
+        mut self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Self {
+        self.setup
+            .subscriptions
+            .push((topic.into(), expression.into(), true));
         self
     }
 

@@ -23,7 +23,8 @@ const CONTROL_MARGIN: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug)]
 pub(crate) struct Setup {
     pub(crate) config: ConsumerConfig,
-    pub(crate) subscriptions: Vec<(String, String)>,
+    /// `(topic, expression, is SQL92)`.
+    pub(crate) subscriptions: Vec<(String, String, bool)>,
     pub(crate) client_ip: Option<String>,
     /// Broadcasting: the directory of the offset files (the default when `None`).
     pub(crate) offset_dir: Option<PathBuf>,
@@ -97,8 +98,12 @@ impl Checked {
         let unix_ms = i64::try_from(since_epoch().as_millis()).unwrap_or(i64::MAX);
         let mut consumer = Consumer::new(config, self.client_id.clone(), now, unix_ms)?;
         consumer.load_offsets(self.stored.iter().cloned());
-        for (topic, expression) in &self.setup.subscriptions {
-            consumer.subscribe(now, topic, expression)?;
+        for (topic, expression, sql92) in &self.setup.subscriptions {
+            if *sql92 {
+                consumer.subscribe_sql92(now, topic, expression)?;
+            } else {
+                consumer.subscribe(now, topic, expression)?;
+            }
         }
         Ok(consumer)
     }

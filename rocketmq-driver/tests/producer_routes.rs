@@ -1,16 +1,21 @@
-//! The producer's route cache and queue choice (`consumer_core::producer::Routes`): round
-//! robin in Java's order, skipping a failed broker; sharding keys pinned to their queue; expiry
-//! and invalidation. These live here rather than beside the code because a `Routes` needs an
-//! `Instant`, and the core's sources may not read the clock, not even in tests.
+//! The producer's routes (`consumer_core::producer`): a `PublishRoute` built from the name
+//! server's route data, and the route request and its responses; then the route cache and queue
+//! choice (`Routes`): round robin in Java's order, skipping a failed broker; sharding keys pinned
+//! to their queue; expiry and invalidation. These live here rather than beside the code because
+//! a `Routes` needs an `Instant`, and the core's sources may not read the clock, not even in
+//! tests; the route tests that need no clock are here too, sharing the `route` fixture.
 
 use std::time::{Duration, Instant};
 
 use consumer_core::producer::{
     Prepared, ProducerConfig, ProducerMessage, PublishRoute, Routes, SendError, UniqueIds,
-    shard_index,
+    route_from_response, route_request, shard_index,
 };
 use proto::body::{BrokerData, QueueData, TopicRouteData};
+use proto::{Command, RequestCode, ResponseCode};
 
+/// The route data of topic `T` over `brokers` (name, queues), read-write; broker `i`'s master
+/// is at `10.0.0.{i}:10911`.
 fn route(brokers: &[(&str, i32)]) -> TopicRouteData {
     TopicRouteData {
         queue_datas: brokers
@@ -36,6 +41,7 @@ fn route(brokers: &[(&str, i32)]) -> TopicRouteData {
     }
 }
 
+/// A message of topic `T` ready to send, with sharding key `key` if given.
 fn prepared(key: Option<&str>) -> Prepared {
     let config = ProducerConfig::new("g", vec!["ns:9876".to_owned()]);
     let mut ids = UniqueIds::new(&[10, 0, 0, 1], 1, 1, 0);
@@ -46,15 +52,67 @@ fn prepared(key: Option<&str>) -> Prepared {
     Prepared::single(&config, "T", message, &mut ids, 0).expect("valid message")
 }
 
-#[test]
-fn round_robin_cycles_and_skips_the_failed_broker() {
+/// A route cache (30 s time to live) holding topic `T` over `brokers` (see [`route`]), and the
+/// time it was cached.
+fn cached(brokers: &[(&str, i32)]) -> (Routes, Instant) {
     let now = Instant::now();
     let mut routes = Routes::new(Duration::from_secs(30));
-    routes.insert(
-        "T",
-        PublishRoute::new("T", &route(&[("a", 2), ("b", 2)])),
-        now,
+    routes.insert("T", PublishRoute::new("T", &route(brokers)), now);
+    (routes, now)
+}
+
+#[test]
+fn publish_route_orders_brokers_and_needs_masters() {
+    let mut data = route(&[("b", 2), ("a", 1)]);
+    data.queue_datas.push(QueueData {
+        broker_name: "no-master".to_owned(),
+        read_queue_nums: 4,
+        write_queue_nums: 4,
+        perm: 6,
+        topic_sys_flag: 0,
+    });
+    let publish = PublishRoute::new("T", &data);
+    let names: Vec<_> = publish
+        .targets()
+        .iter()
+        .map(|t| (t.queue.broker_name(), t.queue.queue_id(), t.addr.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a", 0, "10.0.0.1:10911"),
+            ("b", 0, "10.0.0.0:10911"),
+            ("b", 1, "10.0.0.0:10911")
+        ]
     );
+}
+
+#[test]
+fn route_responses() {
+    let mut ok = Command::response(ResponseCode::SUCCESS, 1);
+    ok.body = route(&[("a", 2)]).encode().into();
+    assert_eq!(
+        route_from_response("T", &ok).map(|r| r.targets().len()),
+        Ok(2)
+    );
+    let missing = Command::response(ResponseCode::TOPIC_NOT_EXIST, 1);
+    assert!(matches!(
+        route_from_response("T", &missing),
+        Err(SendError::NoRoute { .. })
+    ));
+    let mut garbage = Command::response(ResponseCode::SUCCESS, 1);
+    garbage.body = b"{".to_vec().into();
+    assert!(matches!(
+        route_from_response("T", &garbage),
+        Err(SendError::BadResponse { .. })
+    ));
+    let request = route_request("T");
+    assert_eq!(request.request_code(), RequestCode::GET_ROUTEINFO_BY_TOPIC);
+}
+
+#[test]
+fn round_robin_cycles_and_skips_the_failed_broker() {
+    let (mut routes, now) = cached(&[("a", 2), ("b", 2)]);
     let plain = prepared(None);
     let picks: Vec<_> = (0..5)
         .map(|_| {
@@ -81,13 +139,7 @@ fn round_robin_cycles_and_skips_the_failed_broker() {
 
 #[test]
 fn a_sharding_key_always_picks_the_same_queue() {
-    let now = Instant::now();
-    let mut routes = Routes::new(Duration::from_secs(30));
-    routes.insert(
-        "T",
-        PublishRoute::new("T", &route(&[("a", 4), ("b", 4)])),
-        now,
-    );
+    let (mut routes, _) = cached(&[("a", 4), ("b", 4)]);
     for key in ["order-1", "order-2", "polygenelubricants", "ключ"] {
         let message = prepared(Some(key));
         let first = routes.choose(&message, None).expect("route cached");

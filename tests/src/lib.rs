@@ -172,4 +172,5 @@ pub fn heartbeat(
         "heartbeat: {response:?}"
     );
 }
+pub mod scenario;
 pub mod world;

@@ -89,9 +89,15 @@ impl WorldConfig {
     /// The seed's variant of the standard run, rotating through the consumer's modes:
     /// concurrent clustering; the same with poisoned messages and `max_reconsume_times` 2
     /// (dead-letter path); orderly clustering with poisoned messages; broadcasting with
-    /// poisoned messages.
+    /// poisoned messages. Every other round of four delivers batches of 3 messages instead of 1.
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
+        if (seed / 4) % 2 == 1 {
+            config.consumer_config = |mut c| {
+                c.consume_batch_size = 3;
+                c
+            };
+        }
         match seed % 4 {
             0 => {}
             1 => {

@@ -6,46 +6,37 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeOutcome, Event, MessageModel, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{GROUP, TOPIC, events_where, handle_held_for, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn a_failing_broadcast_message_is_retried_locally_then_given_up() {
-    let mut config = WorldConfig::new(121);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(121, 1);
     config.model = MessageModel::Broadcasting;
     config.max_reconsume_times = Some(2);
     let mut world = World::new(config);
     world.nodes[0].hold = true;
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 2);
     world.run_until(world.now + Duration::from_millis(200));
 
     let mut attempts = Vec::new();
-    let end = world.now + Duration::from_secs(10);
-    while world.now < end {
-        for id in std::mem::take(&mut world.nodes[0].held) {
-            let (delivered_at, d) = world.nodes[0]
-                .delivered
-                .iter()
-                .find(|(_, d)| d.id == id)
-                .cloned()
-                .expect("delivered");
+    handle_held_for(
+        &mut world,
+        0,
+        Duration::from_secs(10),
+        |delivered_at, d, now| {
             let m = &d.messages[0];
-            let outcome = if m.queue_offset() == 0 {
+            if m.queue_offset() == 0 {
                 // When it was delivered, and when its handler failed.
-                attempts.push((delivered_at, world.now, m.reconsume_times()));
+                attempts.push((delivered_at, now, m.reconsume_times()));
                 ConsumeOutcome::ReconsumeLater
             } else {
                 ConsumeOutcome::Success
-            };
-            world.complete_at(0, id, outcome, world.now);
-        }
-        world.run_until(world.now + Duration::from_millis(100));
-    }
+            }
+        },
+    );
     let times: Vec<i32> = attempts.iter().map(|(_, _, t)| *t).collect();
     assert_eq!(
         times,
@@ -61,12 +52,7 @@ fn a_failing_broadcast_message_is_retried_locally_then_given_up() {
             "redelivered after reconsume_delay (1 s): {gap:?}"
         );
     }
-    let gave_up: Vec<_> = world.nodes[0]
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, Event::GaveUp { .. }))
-        .map(|(_, e)| e.clone())
-        .collect();
+    let gave_up = events_where(&world, 0, |e| matches!(e, Event::GaveUp { .. }));
     assert_eq!(
         gave_up,
         vec![Event::GaveUp {
@@ -90,5 +76,5 @@ fn a_failing_broadcast_message_is_retried_locally_then_given_up() {
         );
     }
     assert_eq!(world.nodes[0].stored.get(&queue), Some(&2));
-    assert_eq!(world.cluster.committed_offset("sim-group", &queue), None);
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), None);
 }

@@ -9,15 +9,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use consumer_core::{Event, MessageModel, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 fn all_queues() -> Vec<MessageQueue> {
     let mut queues = Vec::new();
     for broker in ["broker-a", "broker-b"] {
         for id in 0..2 {
-            queues.push(MessageQueue::new("SimTopic", broker, id));
+            queues.push(MessageQueue::new(TOPIC, broker, id));
         }
     }
     queues
@@ -25,12 +24,7 @@ fn all_queues() -> Vec<MessageQueue> {
 
 /// What node `i` delivered of `queue`, in order.
 fn delivered(world: &World, i: usize, queue: &MessageQueue) -> Vec<i64> {
-    world.nodes[i]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == *queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect()
+    offsets_of(&world.nodes[i].delivered, queue)
 }
 
 fn no_broker_commit(w: &World) {
@@ -45,17 +39,13 @@ fn no_broker_commit(w: &World) {
 
 #[test]
 fn members_store_offsets_locally_and_a_restarted_member_resumes_from_them() {
-    let mut config = WorldConfig::new(111);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 2;
+    let mut config = quiet_config(111, 2);
     config.model = MessageModel::Broadcasting;
     let mut world = World::new(config);
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
-    let b = MessageQueue::new("SimTopic", "broker-b", 0);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
+    let b = MessageQueue::new(TOPIC, "broker-b", 0);
     // Leaves the route later.
-    let c = MessageQueue::new("SimTopic", "broker-a", 1);
+    let c = MessageQueue::new(TOPIC, "broker-a", 1);
     world.produce_to(&a, 10);
     world.produce_to(&b, 5);
     world.produce_to(&c, 2);
@@ -65,7 +55,7 @@ fn members_store_offsets_locally_and_a_restarted_member_resumes_from_them() {
         (a.clone(), 10),
         (b.clone(), 5),
         (c.clone(), 2),
-        (MessageQueue::new("SimTopic", "broker-b", 1), 0),
+        (MessageQueue::new(TOPIC, "broker-b", 1), 0),
     ]);
     for i in 0..2 {
         assert_eq!(delivered(&world, i, &a), (0..10).collect::<Vec<_>>());
@@ -103,7 +93,7 @@ fn members_store_offsets_locally_and_a_restarted_member_resumes_from_them() {
     }
 
     // The topic shrinks to one queue per broker: `c` leaves the route.
-    world.cluster.create_topic("SimTopic", 1);
+    world.cluster.create_topic(TOPIC, 1);
     let resumed = world.add_consumer_resuming(0);
     world.run_until_with(world.now + Duration::from_secs(3), no_broker_commit);
     let owned: Vec<_> = world.nodes[resumed]

@@ -14,18 +14,13 @@ use proto::body::{ConsumeMessageDirectlyResult, ConsumeResult, ConsumerRunningIn
 use proto::headers::{ConsumeMessageDirectlyRequest, GetConsumerRunningInfoRequest};
 use proto::message::{StoredMessage, encode_properties, encode_stored, property};
 use proto::{Command, ExtFields, RequestCode, ResponseCode};
+use rocketmq_tests::scenario::{GROUP, RETRY, TOPIC, queue_stats, quiet_config};
 use rocketmq_tests::sim::ConnKey;
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::world::World;
 
-const GROUP: &str = "sim-group";
-
+/// One consumer, settled, and its connection to broker-a.
 fn world() -> (World, ConnKey) {
-    let mut config = WorldConfig::new(113);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    let mut world = World::new(config);
+    let mut world = World::new(quiet_config(113, 1));
     // Long enough for the retry topic's route (created by the first heartbeat) too.
     world.run_until(world.epoch() + Duration::from_secs(5));
     let addr = world.cluster.broker_addr("broker-a");
@@ -39,6 +34,11 @@ fn world() -> (World, ConnKey) {
 fn ask(world: &mut World, conn: ConnKey, request: Command) -> Option<Command> {
     let opaque = world.cluster.request_client(conn, request);
     world.run_until(world.now + Duration::from_millis(100));
+    response_to(world, conn, opaque)
+}
+
+/// Node 0's answer, over `conn`, to the request numbered `opaque`, if it came yet.
+fn response_to(world: &World, conn: ConnKey, opaque: i32) -> Option<Command> {
     world
         .cluster
         .client_responses()
@@ -59,7 +59,7 @@ fn running_info_request(group: &str, client_id: &str) -> Command {
 #[test]
 fn running_info_lists_subscriptions_and_owned_queues() {
     let (mut world, conn) = world();
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
     world.produce_to(&a, 3);
     world.run_until(world.now + Duration::from_secs(1));
     let client_id = world.nodes[0].consumer.client_id().to_owned();
@@ -73,7 +73,7 @@ fn running_info_lists_subscriptions_and_owned_queues() {
         .iter()
         .map(|s| s.topic.as_str())
         .collect();
-    assert_eq!(topics, BTreeSet::from(["SimTopic", "%RETRY%sim-group"]));
+    assert_eq!(topics, BTreeSet::from([TOPIC, RETRY]));
     let owned: BTreeSet<MessageQueue> = world.nodes[0].consumer.assignment().cloned().collect();
     assert_eq!(owned.len(), 6, "4 topic + 2 retry queues");
     let listed: BTreeSet<MessageQueue> = info.mq_table.keys().cloned().collect();
@@ -115,7 +115,7 @@ fn direct_message(body: &'static str, uniq: &str) -> Bytes {
         born_timestamp: 1_700_000_000_000,
         store_timestamp: 1_700_000_000_001,
         body: Bytes::from_static(body.as_bytes()),
-        topic: "SimTopic".into(),
+        topic: TOPIC.into(),
         properties: encode_properties([(property::UNIQ_KEY, uniq), (property::TAGS, "TagA")]),
         ..StoredMessage::default()
     };
@@ -138,7 +138,7 @@ fn direct_request(body: Bytes, uniq: &str) -> Command {
 #[test]
 fn consume_message_directly_runs_the_handler_and_answers_its_result() {
     let (mut world, conn) = world();
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
     world.nodes[0].hold = true;
     let delivered_before = world.nodes[0].delivered.len();
 
@@ -154,7 +154,7 @@ fn consume_message_directly_runs_the_handler_and_answers_its_result() {
     assert_eq!(d.messages.len(), 1);
     let m = &d.messages[0];
     assert_eq!(m.body().as_ref(), b"direct one");
-    assert_eq!(m.topic(), "SimTopic");
+    assert_eq!(m.topic(), TOPIC);
     assert_eq!(m.msg_id(), uniq);
     assert_eq!(m.queue_offset(), 42);
     assert_eq!(d.queue, a);
@@ -174,13 +174,7 @@ fn consume_message_directly_runs_the_handler_and_answers_its_result() {
         world.now + Duration::from_millis(30),
     );
     world.run_until(world.now + Duration::from_millis(200));
-    let answer = world
-        .cluster
-        .client_responses()
-        .iter()
-        .find(|(_, c)| c.opaque == opaque)
-        .map(|(_, c)| c.clone())
-        .expect("answered once the handler finished");
+    let answer = response_to(&world, conn, opaque).expect("answered once the handler finished");
     assert_eq!(answer.response_code(), ResponseCode::SUCCESS, "{answer:?}");
     let result = ConsumeMessageDirectlyResult::decode(&answer.body).expect("the body decodes");
     assert_eq!(
@@ -208,13 +202,7 @@ fn consume_message_directly_runs_the_handler_and_answers_its_result() {
         .expect("delivered");
     world.complete_at(0, d.id, ConsumeOutcome::ReconsumeLater, world.now);
     world.run_until(world.now + Duration::from_secs(1));
-    let answer = world
-        .cluster
-        .client_responses()
-        .iter()
-        .find(|(_, c)| c.opaque == answer_opaque)
-        .map(|(_, c)| c.clone())
-        .expect("answered");
+    let answer = response_to(&world, conn, answer_opaque).expect("answered");
     let result = ConsumeMessageDirectlyResult::decode(&answer.body).expect("the body decodes");
     assert_eq!(
         result.consume_result,
@@ -229,7 +217,7 @@ fn consume_message_directly_runs_the_handler_and_answers_its_result() {
         before + 1,
         "nor redelivered"
     );
-    let queue = stats.queues.iter().find(|q| q.queue == a).expect("owned");
+    let queue = queue_stats(&world, 0, &a);
     assert_eq!(
         queue.committable_offset, 0,
         "the queue's offsets are untouched by direct consumption"

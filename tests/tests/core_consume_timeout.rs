@@ -7,24 +7,19 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeOutcome, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, RETRY, TOPIC, messages_of, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn a_delivery_past_consume_timeout_is_sent_back_and_its_completion_is_stale() {
-    let mut config = WorldConfig::new(110);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(110, 1);
     config.consumer_config = |mut c| {
         c.consume_timeout = Duration::from_secs(2);
         c
     };
     let mut world = World::new(config);
     world.nodes[0].hold = true;
-    let queue = MessageQueue::new("SimTopic", "broker-b", 1);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 1);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 2);
     world.run_until(world.now + Duration::from_millis(200));
@@ -77,13 +72,8 @@ fn a_delivery_past_consume_timeout_is_sent_back_and_its_completion_is_stale() {
 
     // Delay level 3 (10 s) after the send-back, the message is back from the retry topic.
     world.run_until(started + Duration::from_secs(14));
-    let retry = MessageQueue::new("%RETRY%sim-group", "broker-b", 0);
-    let again: Vec<_> = world.nodes[0]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == retry)
-        .flat_map(|(_, d)| d.messages.clone())
-        .collect();
+    let retry = MessageQueue::new(RETRY, "broker-b", 0);
+    let again = messages_of(&world.nodes[0].delivered, &retry);
     assert_eq!(
         again.len(),
         1,
@@ -92,5 +82,5 @@ fn a_delivery_past_consume_timeout_is_sent_back_and_its_completion_is_stale() {
     );
     assert_eq!(again[0].body(), stuck.messages[0].body());
     assert_eq!(again[0].reconsume_times(), 1);
-    assert_eq!(again[0].topic(), "SimTopic");
+    assert_eq!(again[0].topic(), TOPIC);
 }

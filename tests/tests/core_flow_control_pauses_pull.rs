@@ -8,38 +8,29 @@
 use std::time::Duration;
 
 use consumer_core::MessageQueue;
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{GROUP, TOPIC, assert_caches_within, queue_stats, quiet_config};
+use rocketmq_tests::world::World;
 
 const LIMIT: usize = 50;
 const BATCH: usize = 32;
 
 #[test]
 fn a_stuck_handler_pauses_pulls_at_the_limit_and_the_backlog_drains_after() {
-    let mut config = WorldConfig::new(51);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(51, 1);
     config.consumer_config = |mut c| {
         c.max_cached_messages_per_queue = LIMIT;
         c
     };
     let mut world = World::new(config);
     world.nodes[0].hold = true;
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
     assert!(world.nodes[0].consumer.assignment().any(|q| *q == queue));
 
     world.produce_to(&queue, 500);
     let mut peak = 0;
     let check = |w: &World, peak: &mut usize| {
-        for q in w.nodes[0].consumer.stats().queues {
-            assert!(
-                q.cached_messages <= LIMIT + BATCH,
-                "{:?} caches {} messages",
-                q.queue,
-                q.cached_messages
-            );
+        for q in assert_caches_within(w, 0, LIMIT + BATCH) {
             if q.queue == queue {
                 *peak = (*peak).max(q.cached_messages);
             }
@@ -59,11 +50,7 @@ fn a_stuck_handler_pauses_pulls_at_the_limit_and_the_backlog_drains_after() {
         "re-checked every 50 ms while paused: {pauses_early} then {}",
         stats.flow_control_pauses
     );
-    let q = stats
-        .queues
-        .iter()
-        .find(|q| q.queue == queue)
-        .expect("owned");
+    let q = queue_stats(&world, 0, &queue);
     assert_eq!(q.cached_messages, peak, "nothing was pulled while paused");
     assert_eq!(q.committable_offset, 0);
     assert_eq!(q.lag, 500);
@@ -73,16 +60,7 @@ fn a_stuck_handler_pauses_pulls_at_the_limit_and_the_backlog_drains_after() {
     world.release_held(0, world.now);
     world.run_until_with(world.now + Duration::from_secs(30), |w| check(w, &mut peak));
     assert_eq!(world.acknowledged(&queue).len(), 500);
-    assert_eq!(
-        world.cluster.committed_offset("sim-group", &queue),
-        Some(500)
-    );
-    let q = world.nodes[0]
-        .consumer
-        .stats()
-        .queues
-        .into_iter()
-        .find(|q| q.queue == queue)
-        .expect("owned");
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(500));
+    let q = queue_stats(&world, 0, &queue);
     assert_eq!((q.cached_messages, q.lag), (0, 0));
 }

@@ -8,21 +8,15 @@
 use std::time::{Duration, Instant};
 
 use consumer_core::{ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn completion_after_the_revoke_deadline_is_stale_and_commits_nothing() {
-    let mut config = WorldConfig::new(31);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    let mut world = World::new(config);
+    let mut world = World::new(quiet_config(31, 1));
     world.nodes[0].hold = true;
     // Owned by node 0 alone now, by the newcomer once it joins (ids sort #0 < #1, AVG).
-    let queue = MessageQueue::new("SimTopic", "broker-b", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
 
     world.produce_to(&queue, 5);
@@ -106,12 +100,7 @@ fn completion_after_the_revoke_deadline_is_stale_and_commits_nothing() {
     assert_eq!(world.nodes[0].consumer.stats().in_flight_deliveries, 0);
 
     // The new owner started at the committed offset, so offset 2 is delivered again there.
-    let again: Vec<i64> = world.nodes[newcomer]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let again = offsets_of(&world.nodes[newcomer].delivered, &queue);
     assert_eq!(again, vec![2, 3, 4]);
     world.release_held(newcomer, world.now);
     world.run_until(world.now + Duration::from_secs(10));

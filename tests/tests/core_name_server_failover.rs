@@ -7,17 +7,13 @@
 use std::time::Duration;
 
 use consumer_core::{Event, FailureReason, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 const DEAD: &str = "namesrv-down:9876";
 
 fn world_with_dead_first(seed: u64) -> World {
-    let mut config = WorldConfig::new(seed);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 0;
-    let mut world = World::new(config);
+    let mut world = World::new(quiet_config(seed, 0));
     let live = world.cluster.namesrv_addr().to_owned();
     world.add_consumer_with(|mut c| {
         c.name_servers = vec![DEAD.to_owned(), live];
@@ -31,7 +27,7 @@ fn world_with_dead_first(seed: u64) -> World {
 #[test]
 fn dead_first_name_server_is_skipped() {
     let mut world = world_with_dead_first(81);
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(10));
 
     let refused = world.nodes[0].events.iter().any(|(_, e)| {
@@ -50,11 +46,6 @@ fn dead_first_name_server_is_skipped() {
     );
     let offsets = world.produce_to(&queue, 3);
     world.run_until(world.now + Duration::from_secs(2));
-    let delivered: Vec<i64> = world.nodes[0]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let delivered = offsets_of(&world.nodes[0].delivered, &queue);
     assert_eq!(delivered, offsets);
 }

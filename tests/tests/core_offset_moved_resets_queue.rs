@@ -8,59 +8,40 @@ use std::time::Duration;
 
 use consumer_core::{Event, FailureReason, MessageQueue};
 use proto::{RequestCode, ResponseCode};
+use rocketmq_tests::scenario::{
+    GROUP, TOPIC, events_where, offsets_of, produce_untracked, queue_stats, quiet_config,
+    refuse_once,
+};
 use rocketmq_tests::sim::Fault;
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::world::World;
 
 #[test]
 fn offset_moved_commits_the_new_offset_and_consumes_from_it() {
-    let mut config = WorldConfig::new(21);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    let mut world = World::new(config);
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let mut world = World::new(quiet_config(21, 1));
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(2));
 
     // Consume 0..10 and let the persist timer commit 10; the queue's next pull is parked.
     world.produce_to(&queue, 10);
     world.run_until(world.epoch() + Duration::from_secs(8));
-    assert_eq!(
-        world.cluster.committed_offset("sim-group", &queue),
-        Some(10)
-    );
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(10));
 
     // The parked pull is re-run when new messages arrive, and answered OFFSET_MOVED to 15.
     world.cluster.inject(Fault::OffsetMoved {
         broker: "broker-a".into(),
-        topic: "SimTopic".into(),
+        topic: TOPIC.into(),
         queue_id: 0,
         next_begin_offset: 15,
     });
     let moved_at = world.now;
     // Offsets 10..15 are what the broker tells the consumer to skip: produced straight into
     // the cluster, so the world does not expect them to be consumed.
-    for k in 0..5 {
-        world.cluster.produce(
-            world.now,
-            "SimTopic",
-            "broker-a",
-            0,
-            format!("skipped {k}").into(),
-            Some("TagA"),
-            None,
-        );
-    }
+    produce_untracked(&mut world, &queue, "skipped", 5);
     let kept = world.produce_to(&queue, 5);
     assert_eq!(kept, vec![15, 16, 17, 18, 19]);
     // The OFFSET_MOVED answer is on its way. Refuse the pull that follows it unprocessed, so
     // its piggy-backed commit cannot be what stores `to`: only UPDATE_CONSUMER_OFFSET can.
-    world.cluster.inject(Fault::RespondWith {
-        broker: "broker-a".into(),
-        request: RequestCode::PULL_MESSAGE,
-        response: ResponseCode::SYSTEM_ERROR,
-        count: 1,
-    });
+    refuse_once(&mut world, "broker-a", RequestCode::PULL_MESSAGE);
 
     // Within one network round trip of the event the commit has landed, before any of the
     // messages from `to` on could have been acknowledged and committed.
@@ -75,15 +56,10 @@ fn offset_moved_commits_the_new_offset_and_consumes_from_it() {
         }
     });
     let event_at = event_at.expect("an OffsetMoved event");
-    let moved: Vec<&Event> = world.nodes[0]
-        .events
-        .iter()
-        .map(|(_, e)| e)
-        .filter(|e| matches!(e, Event::OffsetMoved { .. }))
-        .collect();
+    let moved = events_where(&world, 0, |e| matches!(e, Event::OffsetMoved { .. }));
     assert_eq!(
         moved,
-        vec![&Event::OffsetMoved {
+        vec![Event::OffsetMoved {
             queue: queue.clone(),
             from: 10,
             to: 15
@@ -92,7 +68,7 @@ fn offset_moved_commits_the_new_offset_and_consumes_from_it() {
 
     let mut committed_after_event = None;
     world.run_until_with(event_at + Duration::from_millis(12), |w| {
-        committed_after_event = w.cluster.committed_offset("sim-group", &queue);
+        committed_after_event = w.cluster.committed_offset(GROUP, &queue);
     });
     assert_eq!(
         committed_after_event,
@@ -114,27 +90,14 @@ fn offset_moved_commits_the_new_offset_and_consumes_from_it() {
     assert!(refused, "the pull after the move was refused unprocessed");
 
     world.run_until(world.now + Duration::from_secs(10));
-    let offsets: Vec<i64> = world.nodes[0]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let offsets = offsets_of(&world.nodes[0].delivered, &queue);
     assert_eq!(
         offsets,
         (0..10).chain(15..20).collect::<Vec<i64>>(),
         "consumption continues at `to`, skipping 10..15 and repeating nothing"
     );
-    assert_eq!(
-        world.cluster.committed_offset("sim-group", &queue),
-        Some(20)
-    );
-    let stats = world.nodes[0].consumer.stats();
-    let q = stats
-        .queues
-        .iter()
-        .find(|q| q.queue == queue)
-        .expect("the queue is still owned");
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(20));
+    let q = queue_stats(&world, 0, &queue);
     assert_eq!(q.next_pull_offset, 20);
     assert_eq!(q.committable_offset, 20);
 }

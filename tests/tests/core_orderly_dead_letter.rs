@@ -8,47 +8,32 @@ use std::time::Duration;
 
 use consumer_core::{ConsumeMode, ConsumeOutcome, Event, MessageQueue};
 use proto::message::property;
+use rocketmq_tests::scenario::{
+    GROUP, RETRY, TOPIC, events_where, handle_held_for, quiet_config, stored_messages,
+};
 use rocketmq_tests::sim::dlq_topic;
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::world::World;
 
 #[test]
 fn a_message_failing_past_max_reconsume_times_goes_to_the_dead_letter_queue() {
-    let mut config = WorldConfig::new(103);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(103, 1);
     config.mode = ConsumeMode::Orderly;
     config.max_reconsume_times = Some(2);
     let mut world = World::new(config);
     world.nodes[0].hold = true;
-    let queue = MessageQueue::new("SimTopic", "broker-b", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
     world.produce_to(&queue, 3);
     world.run_until(world.epoch() + Duration::from_secs(2));
 
     // The handler: offset 1 always fails, the others succeed.
     let poisoned = 1;
-    let end = world.now + Duration::from_secs(20);
-    while world.now < end {
-        let held = std::mem::take(&mut world.nodes[0].held);
-        for id in held {
-            let (_, d) = world.nodes[0]
-                .delivered
-                .iter()
-                .find(|(_, d)| d.id == id)
-                .cloned()
-                .expect("held deliveries were delivered");
-            let outcome = if d.messages.iter().any(|m| m.queue_offset() == poisoned) {
-                ConsumeOutcome::ReconsumeLater
-            } else {
-                ConsumeOutcome::Success
-            };
-            world.complete_at(0, id, outcome, world.now);
+    handle_held_for(&mut world, 0, Duration::from_secs(20), |_, d, _| {
+        if d.messages.iter().any(|m| m.queue_offset() == poisoned) {
+            ConsumeOutcome::ReconsumeLater
+        } else {
+            ConsumeOutcome::Success
         }
-        world.run_until(world.now + Duration::from_millis(100));
-    }
+    });
 
     let deliveries: Vec<(i64, i32)> = world.nodes[0]
         .delivered
@@ -67,12 +52,7 @@ fn a_message_failing_past_max_reconsume_times_goes_to_the_dead_letter_queue() {
         world.trace_tail(40)
     );
 
-    let gave_up: Vec<_> = world.nodes[0]
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, Event::GaveUp { .. }))
-        .map(|(_, e)| e.clone())
-        .collect();
+    let gave_up = events_where(&world, 0, |e| matches!(e, Event::GaveUp { .. }));
     assert_eq!(
         gave_up,
         vec![Event::GaveUp {
@@ -87,22 +67,18 @@ fn a_message_failing_past_max_reconsume_times_goes_to_the_dead_letter_queue() {
         .map(|(_, m)| m.clone())
         .expect("the original is stored");
     let dlq = MessageQueue::new(&dlq_topic(GROUP), "broker-b", 0);
-    let dead: Vec<_> = world
-        .cluster
-        .messages(&dlq)
-        .map(|(_, m)| m.clone())
-        .collect();
+    let dead = stored_messages(&world, &dlq);
     assert_eq!(dead.len(), 1, "one dead-lettered copy: {dead:?}");
     let dead = &dead[0];
     assert_eq!(dead.body, original.body, "the poisoned message's body");
     assert_eq!(dead.reconsume_times, 3, "max_reconsume_times + 1");
-    assert_eq!(dead.property(property::RETRY_TOPIC), Some("SimTopic"));
+    assert_eq!(dead.property(property::RETRY_TOPIC), Some(TOPIC));
     assert_eq!(
         dead.property(property::ORIGIN_MESSAGE_ID),
         Some(original.msg_id()),
         "{dead:?}"
     );
-    let retry = MessageQueue::new("%RETRY%sim-group", "broker-b", 0);
+    let retry = MessageQueue::new(RETRY, "broker-b", 0);
     assert_eq!(
         world.cluster.messages(&retry).count(),
         0,

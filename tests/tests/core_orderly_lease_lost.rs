@@ -7,20 +7,15 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn a_broker_restart_loses_the_lease_and_the_held_batch_is_redelivered() {
-    let mut config = WorldConfig::new(104);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(104, 1);
     config.mode = ConsumeMode::Orderly;
     let mut world = World::new(config);
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 2);
     world.run_until(world.now + Duration::from_secs(6));
@@ -108,11 +103,7 @@ fn a_broker_restart_loses_the_lease_and_the_held_batch_is_redelivered() {
     world.nodes[0].hold = false;
     world.release_held(0, world.now);
     world.run_until(world.now + Duration::from_secs(10));
-    let offsets: Vec<i64> = world.nodes[0].delivered[delivered_before..]
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let offsets = offsets_of(&world.nodes[0].delivered[delivered_before..], &queue);
     assert_eq!(offsets, vec![2, 3, 4]);
     assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(5));
 }

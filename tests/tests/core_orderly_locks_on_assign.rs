@@ -8,17 +8,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use consumer_core::{ConsumeMode, ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn queues_are_locked_at_assignment_and_delivered_batch_by_batch_in_order() {
-    let mut config = WorldConfig::new(101);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(101, 1);
     config.mode = ConsumeMode::Orderly;
     config.consumer_config = |mut c| {
         c.consume_batch_size = 4;
@@ -26,8 +21,8 @@ fn queues_are_locked_at_assignment_and_delivered_batch_by_batch_in_order() {
     };
     let mut world = World::new(config);
     world.nodes[0].hold = true;
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
-    let b = MessageQueue::new("SimTopic", "broker-b", 1);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
+    let b = MessageQueue::new(TOPIC, "broker-b", 1);
     // Stored before the consumer even starts: the first pull finds all of them.
     let produced_a = world.produce_to(&a, 10);
     let produced_b = world.produce_to(&b, 6);
@@ -121,12 +116,7 @@ fn queues_are_locked_at_assignment_and_delivered_batch_by_batch_in_order() {
     );
     assert_eq!(batches.get(&b), Some(&vec![vec![0, 1, 2, 3], vec![4, 5]]));
     for (q, produced) in [(&a, &produced_a), (&b, &produced_b)] {
-        let delivered: Vec<i64> = world.nodes[0]
-            .delivered
-            .iter()
-            .filter(|(_, d)| d.queue == *q)
-            .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-            .collect();
+        let delivered = offsets_of(&world.nodes[0].delivered, q);
         assert_eq!(
             &delivered, produced,
             "{q:?}: each produced offset delivered once, in order"

@@ -7,22 +7,17 @@
 use std::time::{Duration, Instant};
 
 use consumer_core::{ConsumeMode, ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn the_old_owner_finishes_commits_and_unlocks_before_the_newcomer_delivers() {
-    let mut config = WorldConfig::new(105);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(105, 1);
     config.mode = ConsumeMode::Orderly;
     let mut world = World::new(config);
     world.nodes[0].hold = true;
     // Owned by node 0 alone now, by the newcomer once it joins (ids sort #0 < #1, AVG).
-    let queue = MessageQueue::new("SimTopic", "broker-b", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 3);
     world.run_until(world.now + Duration::from_millis(500));
@@ -116,12 +111,7 @@ fn the_old_owner_finishes_commits_and_unlocks_before_the_newcomer_delivers() {
         "the newcomer gets the lock\n{}",
         world.trace_tail(40)
     );
-    let taken: Vec<i64> = world.nodes[newcomer]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let taken = offsets_of(&world.nodes[newcomer].delivered, &queue);
     assert_eq!(
         taken,
         vec![1],
@@ -131,12 +121,7 @@ fn the_old_owner_finishes_commits_and_unlocks_before_the_newcomer_delivers() {
     world.nodes[newcomer].hold = false;
     world.release_held(newcomer, world.now);
     world.run_until(world.now + Duration::from_secs(8));
-    let taken: Vec<i64> = world.nodes[newcomer]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let taken = offsets_of(&world.nodes[newcomer].delivered, &queue);
     assert_eq!(taken, vec![1, 2]);
     assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(3));
 }

@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use consumer_core::{ConsumeMode, ConsumeOutcome, Delivery, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use rocketmq_tests::world::World;
 
 fn offsets(d: &Delivery) -> Vec<i64> {
     d.messages.iter().map(|m| m.queue_offset()).collect()
@@ -51,11 +52,7 @@ fn complete_and_wait(
 
 #[test]
 fn suspend_and_reconsume_later_redeliver_the_same_batch_after_the_pause() {
-    let mut config = WorldConfig::new(102);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(102, 1);
     config.mode = ConsumeMode::Orderly;
     config.consumer_config = |mut c| {
         c.consume_batch_size = 3;
@@ -63,7 +60,7 @@ fn suspend_and_reconsume_later_redeliver_the_same_batch_after_the_pause() {
     };
     let mut world = World::new(config);
     world.nodes[0].hold = true;
-    let queue = MessageQueue::new("SimTopic", "broker-a", 1);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 1);
     world.produce_to(&queue, 6);
     world.run_until(world.epoch() + Duration::from_secs(2));
     let (_, first) = world.nodes[0]
@@ -129,7 +126,7 @@ fn suspend_and_reconsume_later_redeliver_the_same_batch_after_the_pause() {
         .collect();
     assert_eq!(all, vec![vec![0, 1, 2]; 5]);
     assert_eq!(
-        world.cluster.committed_offset("sim-group", &queue),
+        world.cluster.committed_offset(GROUP, &queue),
         None,
         "nothing committed past a batch that keeps failing"
     );
@@ -146,7 +143,7 @@ fn suspend_and_reconsume_later_redeliver_the_same_batch_after_the_pause() {
     let id = next.id;
     world.complete_at(0, id, ConsumeOutcome::Success, world.now);
     world.run_until(world.now + Duration::from_secs(6));
-    assert_eq!(world.cluster.committed_offset("sim-group", &queue), Some(6));
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(6));
     assert_eq!(
         world.nodes[0].consumer.stats().sent_back,
         0,

@@ -5,21 +5,18 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{TOPIC, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn assigned_queues_are_exactly_the_ones_consumed() {
-    let mut config = WorldConfig::new(119);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 2;
+    let mut config = quiet_config(119, 2);
     config.mode = ConsumeMode::Poll;
     let mut world = World::new(config);
-    let a0 = MessageQueue::new("SimTopic", "broker-a", 0);
-    let a1 = MessageQueue::new("SimTopic", "broker-a", 1);
-    let b0 = MessageQueue::new("SimTopic", "broker-b", 0);
-    let b1 = MessageQueue::new("SimTopic", "broker-b", 1);
+    let a0 = MessageQueue::new(TOPIC, "broker-a", 0);
+    let a1 = MessageQueue::new(TOPIC, "broker-a", 1);
+    let b0 = MessageQueue::new(TOPIC, "broker-b", 0);
+    let b1 = MessageQueue::new(TOPIC, "broker-b", 1);
     // Averagely would give node 0 a0 and a1, node 1 b0 and b1.
     let now = world.now;
     world.nodes[0]

@@ -7,56 +7,37 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{TOPIC, assert_caches_within, queue_stats, quiet_config};
+use rocketmq_tests::world::World;
 
 const LIMIT: usize = 50;
 const BATCH: usize = 32;
 
 #[test]
 fn not_polling_pauses_pulls_at_the_cache_limit() {
-    let mut config = WorldConfig::new(115);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(115, 1);
     config.mode = ConsumeMode::Poll;
     config.consumer_config = |mut c| {
         c.max_cached_messages_per_queue = LIMIT;
         c
     };
     let mut world = World::new(config);
-    let queue = MessageQueue::new("SimTopic", "broker-a", 1);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 1);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 300);
     let bounded = |w: &World| {
-        for q in w.nodes[0].consumer.stats().queues {
-            assert!(
-                q.cached_messages <= LIMIT + BATCH,
-                "{:?} caches {} messages",
-                q.queue,
-                q.cached_messages
-            );
-        }
+        assert_caches_within(w, 0, LIMIT + BATCH);
     };
     world.run_until_with(world.now + Duration::from_secs(2), bounded);
-    let stats = world.nodes[0].consumer.stats();
-    let q = stats
-        .queues
-        .iter()
-        .find(|q| q.queue == queue)
-        .expect("owned");
+    let q = queue_stats(&world, 0, &queue);
     let (cached, next_pull) = (q.cached_messages, q.next_pull_offset);
     assert!(cached >= LIMIT, "pulled up to the limit: {cached}");
-    let pauses = stats.flow_control_pauses;
+    let pauses = world.nodes[0].consumer.stats().flow_control_pauses;
     assert!(pauses > 0, "the pull was held back");
 
     world.run_until_with(world.now + Duration::from_secs(2), bounded);
     let stats = world.nodes[0].consumer.stats();
-    let q = stats
-        .queues
-        .iter()
-        .find(|q| q.queue == queue)
-        .expect("owned");
+    let q = queue_stats(&world, 0, &queue);
     assert_eq!(
         q.cached_messages, cached,
         "nothing pulled while nobody polls"

@@ -6,17 +6,12 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn commit_stores_the_taken_position_and_reports_the_confirmation() {
-    let mut config = WorldConfig::new(118);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(118, 1);
     config.mode = ConsumeMode::Poll;
     // Slow links: a confirmation takes a visible round trip.
     config.latency = (Duration::from_millis(50), Duration::from_millis(60));
@@ -25,8 +20,8 @@ fn commit_stores_the_taken_position_and_reports_the_confirmation() {
         c
     };
     let mut world = World::new(config);
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
-    let b = MessageQueue::new("SimTopic", "broker-b", 0);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
+    let b = MessageQueue::new(TOPIC, "broker-b", 0);
     world.run_until(world.epoch() + Duration::from_secs(2));
     world.produce_to(&a, 5);
     world.run_until(world.now + Duration::from_millis(500));

@@ -6,18 +6,15 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{TOPIC, events_where, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn the_offset_for_a_time_comes_back_as_an_event() {
-    let mut config = WorldConfig::new(120);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(120, 1);
     config.mode = ConsumeMode::Poll;
     let mut world = World::new(config);
-    let queue = MessageQueue::new("SimTopic", "broker-b", 1);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 1);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 2);
     world.run_until(world.epoch() + Duration::from_secs(10));
@@ -38,12 +35,7 @@ fn the_offset_for_a_time_comes_back_as_an_event() {
         .offset_for_timestamp(now, &queue, before);
     assert_ne!(first, second, "each call has its own number");
     world.run_until(now + Duration::from_millis(200));
-    let answers: Vec<Event> = world.nodes[0]
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, Event::OffsetForTimestamp { .. }))
-        .map(|(_, e)| e.clone())
-        .collect();
+    let answers = events_where(&world, 0, |e| matches!(e, Event::OffsetForTimestamp { .. }));
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert!(
         answers.contains(&Event::OffsetForTimestamp {

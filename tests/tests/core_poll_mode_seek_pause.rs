@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{TOPIC, queue_stats, quiet_config};
+use rocketmq_tests::world::World;
 
 fn take_all(world: &mut World, queue: &MessageQueue) -> Vec<i64> {
     let mut taken = Vec::new();
@@ -17,22 +18,25 @@ fn take_all(world: &mut World, queue: &MessageQueue) -> Vec<i64> {
     taken
 }
 
-fn queue_stats(world: &World, queue: &MessageQueue) -> (usize, i64) {
-    let stats = world.nodes[0].consumer.stats();
-    let q = stats
-        .queues
-        .iter()
-        .find(|q| q.queue == *queue)
-        .expect("owned");
+/// Node 0's cached messages of `queue` and the offset its next pull asks for.
+fn cache_and_next_pull(world: &World, queue: &MessageQueue) -> (usize, i64) {
+    let q = queue_stats(world, 0, queue);
     (q.cached_messages, q.next_pull_offset)
 }
 
+/// Has node 0 seek `queue` to `offset` now, then runs 100 ms.
+fn seek(world: &mut World, queue: &MessageQueue, offset: i64) {
+    let now = world.now;
+    world.nodes[0]
+        .consumer
+        .seek(now, queue, offset)
+        .expect("an owned, started queue");
+    world.run_until(world.now + Duration::from_millis(100));
+}
+
+/// One poll-mode consumer, started.
 fn poll_world(seed: u64) -> World {
-    let mut config = WorldConfig::new(seed);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(seed, 1);
     config.mode = ConsumeMode::Poll;
     let mut world = World::new(config);
     world.run_until(world.epoch() + Duration::from_secs(1));
@@ -42,17 +46,12 @@ fn poll_world(seed: u64) -> World {
 #[test]
 fn seek_takes_messages_again_from_the_offset() {
     let mut world = poll_world(116);
-    let queue = MessageQueue::new("SimTopic", "broker-b", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
     world.produce_to(&queue, 5);
     world.run_until(world.now + Duration::from_millis(100));
     assert_eq!(take_all(&mut world, &queue), vec![0, 1, 2, 3, 4]);
 
-    let now = world.now;
-    world.nodes[0]
-        .consumer
-        .seek(now, &queue, 2)
-        .expect("an owned, started queue");
-    world.run_until(world.now + Duration::from_millis(100));
+    seek(&mut world, &queue, 2);
     assert!(
         world.nodes[0].events.iter().any(|(_, e)| *e
             == Event::OffsetReset {
@@ -71,12 +70,7 @@ fn seek_takes_messages_again_from_the_offset() {
     world.produce_to(&queue, 5);
     world.run_until(world.now + Duration::from_millis(100));
     assert_eq!(take_all(&mut world, &queue), vec![5, 6, 7, 8, 9]);
-    let now = world.now;
-    world.nodes[0]
-        .consumer
-        .seek(now, &queue, 7)
-        .expect("an owned, started queue");
-    world.run_until(world.now + Duration::from_millis(100));
+    seek(&mut world, &queue, 7);
     assert_eq!(take_all(&mut world, &queue), vec![7, 8, 9]);
 
     let unknown = MessageQueue::new("OtherTopic", "broker-a", 0);
@@ -90,8 +84,8 @@ fn seek_takes_messages_again_from_the_offset() {
 #[test]
 fn a_paused_queue_is_neither_handed_out_nor_pulled_until_resumed() {
     let mut world = poll_world(117);
-    let paused = MessageQueue::new("SimTopic", "broker-a", 0);
-    let other = MessageQueue::new("SimTopic", "broker-b", 1);
+    let paused = MessageQueue::new(TOPIC, "broker-a", 0);
+    let other = MessageQueue::new(TOPIC, "broker-b", 1);
     world.produce_to(&paused, 3);
     world.run_until(world.now + Duration::from_millis(100));
     assert_eq!(take_all(&mut world, &paused), vec![0, 1, 2]);
@@ -102,7 +96,7 @@ fn a_paused_queue_is_neither_handed_out_nor_pulled_until_resumed() {
     world.produce_to(&paused, 2);
     world.produce_to(&other, 2);
     world.run_until(world.now + Duration::from_millis(200));
-    let (cached, next_pull) = queue_stats(&world, &paused);
+    let (cached, next_pull) = cache_and_next_pull(&world, &paused);
     assert!(
         world.poll(0, 32).is_some_and(|p| p.queue == other),
         "the other queue goes on"
@@ -117,7 +111,7 @@ fn a_paused_queue_is_neither_handed_out_nor_pulled_until_resumed() {
         "still nothing of the paused queue"
     );
     assert_eq!(
-        queue_stats(&world, &paused),
+        cache_and_next_pull(&world, &paused),
         (cached, next_pull),
         "no pull of the paused queue went out"
     );

@@ -7,21 +7,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn poll_returns_at_most_max_messages_of_one_queue_in_order() {
-    let mut config = WorldConfig::new(114);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(114, 1);
     config.mode = ConsumeMode::Poll;
     let mut world = World::new(config);
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
-    let b = MessageQueue::new("SimTopic", "broker-b", 1);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
+    let b = MessageQueue::new(TOPIC, "broker-b", 1);
     world.produce_to(&a, 10);
     world.produce_to(&b, 7);
     world.run_until(world.epoch() + Duration::from_secs(2));

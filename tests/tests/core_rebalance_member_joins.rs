@@ -13,20 +13,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use consumer_core::{Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const RETRY: &str = "%RETRY%sim-group";
-
-fn quiet_world(seed: u64) -> World {
-    let mut config = WorldConfig::new(seed);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    World::new(config)
-}
+use rocketmq_tests::scenario::{RETRY, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 fn topic(broker: &str, id: i32) -> MessageQueue {
-    MessageQueue::new("SimTopic", broker, id)
+    MessageQueue::new(TOPIC, broker, id)
 }
 
 fn retry(broker: &str) -> MessageQueue {
@@ -58,7 +49,7 @@ fn moved(world: &World, i: usize, since: std::time::Instant, assigned: bool) -> 
 
 #[test]
 fn third_member_takes_its_share_after_the_notification() {
-    let mut world = quiet_world(11);
+    let mut world = World::new(quiet_config(11, 2));
     // Settled: a member that asked for the retry topic's route while only one broker had it
     // learns the rest at its next route refresh (30 s).
     world.run_until(world.epoch() + Duration::from_secs(35));
@@ -132,12 +123,7 @@ fn third_member_takes_its_share_after_the_notification() {
     // The newcomer consumes what arrives on its queue.
     let offsets = world.produce_to(&topic("broker-b", 1), 3);
     world.run_until(world.now + Duration::from_secs(2));
-    let got: Vec<i64> = world.nodes[newcomer]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == topic("broker-b", 1))
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let got = offsets_of(&world.nodes[newcomer].delivered, &topic("broker-b", 1));
     assert_eq!(got, offsets);
     assert!(
         world.nodes[1]

@@ -7,19 +7,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use consumer_core::{ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, events_where, offsets_of, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn a_reset_to_zero_drops_held_deliveries_and_redelivers_from_zero() {
-    let mut config = WorldConfig::new(112);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    let mut world = World::new(config);
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let mut world = World::new(quiet_config(112, 1));
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(&queue, 5);
     world.run_until(world.now + Duration::from_secs(6));
@@ -36,7 +30,7 @@ fn a_reset_to_zero_drops_held_deliveries_and_redelivers_from_zero() {
     world.cluster.reset_offsets(
         reset_at,
         GROUP,
-        "SimTopic",
+        TOPIC,
         &BTreeMap::from([(queue.clone(), 0)]),
     );
     world.run_until(reset_at + Duration::from_millis(200));
@@ -45,12 +39,7 @@ fn a_reset_to_zero_drops_held_deliveries_and_redelivers_from_zero() {
         Some(0),
         "the broker stored the reset"
     );
-    let resets: Vec<_> = world.nodes[0]
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, Event::OffsetReset { .. }))
-        .map(|(_, e)| e.clone())
-        .collect();
+    let resets = events_where(&world, 0, |e| matches!(e, Event::OffsetReset { .. }));
     assert_eq!(
         resets,
         vec![Event::OffsetReset {
@@ -81,11 +70,7 @@ fn a_reset_to_zero_drops_held_deliveries_and_redelivers_from_zero() {
     });
     assert_eq!(world.nodes[0].consumer.stats().stale_completions, 2);
 
-    let again: Vec<i64> = world.nodes[0].delivered[delivered_before..]
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let again = offsets_of(&world.nodes[0].delivered[delivered_before..], &queue);
     assert_eq!(
         again,
         (0..7).collect::<Vec<_>>(),

@@ -7,38 +7,30 @@
 
 use std::time::Duration;
 
-use consumer_core::{ConsumeOutcome, Event, FailureReason, MessageQueue};
-use proto::message::property;
+use consumer_core::{ConsumeOutcome, DeliveryId, Event, FailureReason, MessageQueue};
+use proto::message::{Message, property};
 use proto::{RequestCode, ResponseCode};
-use rocketmq_tests::sim::Fault;
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{
+    GROUP, RETRY, TOPIC, messages_of, quiet_config, refuse_once, stored_messages,
+};
+use rocketmq_tests::world::World;
 
-const GROUP: &str = "sim-group";
-const RETRY: &str = "%RETRY%sim-group";
-
-fn refuse(world: &mut World, request: RequestCode) {
-    world.cluster.inject(Fault::RespondWith {
-        broker: "broker-a".into(),
-        request,
-        response: ResponseCode::SYSTEM_ERROR,
-        count: 1,
-    });
-}
-
-/// One consumer holding its deliveries, one message in `queue`, delivered and held.
-fn one_failed_delivery(seed: u64, queue: &MessageQueue) -> World {
-    let mut config = WorldConfig::new(seed);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    let mut world = World::new(config);
+/// One consumer holding its deliveries, one message in `queue`, delivered and held; returns
+/// the world, the held delivery and its message.
+fn one_failed_delivery(seed: u64, queue: &MessageQueue) -> (World, DeliveryId, Message) {
+    let mut world = World::new(quiet_config(seed, 1));
     world.nodes[0].hold = true;
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(queue, 1);
     world.run_until(world.now + Duration::from_millis(500));
     assert_eq!(world.nodes[0].held.len(), 1);
-    world
+    let (id, original) = world.nodes[0]
+        .delivered
+        .iter()
+        .find(|(_, d)| d.queue == *queue)
+        .map(|(_, d)| (d.id, d.messages[0].clone()))
+        .expect("delivered");
+    (world, id, original)
 }
 
 fn refusals(world: &World, request: &str) -> usize {
@@ -53,15 +45,9 @@ fn refusals(world: &World, request: &str) -> usize {
 
 #[test]
 fn a_refused_send_back_is_sent_to_the_retry_topic_as_a_normal_message() {
-    let queue = MessageQueue::new("SimTopic", "broker-a", 1);
-    let mut world = one_failed_delivery(108, &queue);
-    let (id, original) = world.nodes[0]
-        .delivered
-        .iter()
-        .find(|(_, d)| d.queue == queue)
-        .map(|(_, d)| (d.id, d.messages[0].clone()))
-        .expect("delivered");
-    refuse(&mut world, RequestCode::CONSUMER_SEND_MSG_BACK);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 1);
+    let (mut world, id, original) = one_failed_delivery(108, &queue);
+    refuse_once(&mut world, "broker-a", RequestCode::CONSUMER_SEND_MSG_BACK);
     world.complete_at(0, id, ConsumeOutcome::ReconsumeLater, world.now);
     world.run_until(world.now + Duration::from_secs(1));
     assert_eq!(refusals(&world, "CONSUMER_SEND_MSG_BACK"), 1);
@@ -82,15 +68,11 @@ fn a_refused_send_back_is_sent_to_the_retry_topic_as_a_normal_message() {
     // The copy is delayed (DELAY = 3: 10 s), then stored in the retry topic.
     world.run_until(world.now + Duration::from_secs(12));
     let retry = MessageQueue::new(RETRY, "broker-a", 0);
-    let stored: Vec<_> = world
-        .cluster
-        .messages(&retry)
-        .map(|(_, m)| m.clone())
-        .collect();
+    let stored = stored_messages(&world, &retry);
     assert_eq!(stored.len(), 1, "one copy in the retry topic: {stored:?}");
     let copy = &stored[0];
     assert_eq!(copy.body, *original.body());
-    assert_eq!(copy.property(property::RETRY_TOPIC), Some("SimTopic"));
+    assert_eq!(copy.property(property::RETRY_TOPIC), Some(TOPIC));
     assert_eq!(
         copy.property(property::ORIGIN_MESSAGE_ID),
         Some(original.msg_id().as_str())
@@ -99,14 +81,9 @@ fn a_refused_send_back_is_sent_to_the_retry_topic_as_a_normal_message() {
     assert_eq!(copy.property(property::MAX_RECONSUME_TIMES), Some("16"));
     assert_eq!(copy.reconsume_times, 1);
 
-    let again: Vec<_> = world.nodes[0]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == retry)
-        .flat_map(|(_, d)| d.messages.clone())
-        .collect();
+    let again = messages_of(&world.nodes[0].delivered, &retry);
     assert_eq!(again.len(), 1, "delivered again from the retry topic");
-    assert_eq!(again[0].topic(), "SimTopic");
+    assert_eq!(again[0].topic(), TOPIC);
     assert_eq!(again[0].reconsume_times(), 1);
     assert_eq!(again[0].body(), original.body());
     world.release_held(0, world.now);
@@ -116,16 +93,10 @@ fn a_refused_send_back_is_sent_to_the_retry_topic_as_a_normal_message() {
 
 #[test]
 fn when_both_ways_back_are_refused_the_message_is_redelivered_locally_after_5_s() {
-    let queue = MessageQueue::new("SimTopic", "broker-a", 1);
-    let mut world = one_failed_delivery(109, &queue);
-    let (id, original) = world.nodes[0]
-        .delivered
-        .iter()
-        .find(|(_, d)| d.queue == queue)
-        .map(|(_, d)| (d.id, d.messages[0].clone()))
-        .expect("delivered");
-    refuse(&mut world, RequestCode::CONSUMER_SEND_MSG_BACK);
-    refuse(&mut world, RequestCode::SEND_MESSAGE_V2);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 1);
+    let (mut world, id, original) = one_failed_delivery(109, &queue);
+    refuse_once(&mut world, "broker-a", RequestCode::CONSUMER_SEND_MSG_BACK);
+    refuse_once(&mut world, "broker-a", RequestCode::SEND_MESSAGE_V2);
     let delivered_before = world.nodes[0].delivered.len();
     world.complete_at(0, id, ConsumeOutcome::ReconsumeLater, world.now);
     world.run_until_with(world.now + Duration::from_secs(8), |w| {

@@ -8,17 +8,12 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeOutcome, MessageQueue};
+use rocketmq_tests::scenario::{GROUP, RETRY, TOPIC, messages_of, quiet_config, stored_messages};
 use rocketmq_tests::world::{World, WorldConfig};
 
-const GROUP: &str = "sim-group";
-const RETRY: &str = "%RETRY%sim-group";
-
+/// One consumer holding its deliveries, its configuration changed by `adjust`.
 fn world(seed: u64, adjust: fn(&mut WorldConfig)) -> World {
-    let mut config = WorldConfig::new(seed);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
+    let mut config = quiet_config(seed, 1);
     adjust(&mut config);
     let mut world = World::new(config);
     world.nodes[0].hold = true;
@@ -36,7 +31,7 @@ fn a_failed_message_comes_back_from_the_retry_topic_and_is_committed_past_once_s
             c
         };
     });
-    let queue = MessageQueue::new("SimTopic", "broker-a", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(10));
     let produced = world.produce_to(&queue, 2);
     assert_eq!(produced, vec![0, 1]);
@@ -94,7 +89,7 @@ fn a_failed_message_comes_back_from_the_retry_topic_and_is_committed_past_once_s
         world.trace_tail(30)
     );
     let again = &again[0];
-    assert_eq!(again.topic(), "SimTopic", "the original topic restored");
+    assert_eq!(again.topic(), TOPIC, "the original topic restored");
     assert_eq!(again.body(), failed.body());
     assert_eq!(again.reconsume_times(), 1);
     assert_eq!(again.msg_id(), failed.msg_id(), "the same message id");
@@ -117,7 +112,7 @@ fn retry_with_consumed_k_acknowledges_the_first_k_and_sends_back_the_rest() {
             c
         };
     });
-    let queue = MessageQueue::new("SimTopic", "broker-b", 1);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 1);
     world.produce_to(&queue, 4);
     world.run_until(world.epoch() + Duration::from_secs(2));
     let batches: Vec<_> = world.nodes[0]
@@ -149,10 +144,9 @@ fn retry_with_consumed_k_acknowledges_the_first_k_and_sends_back_the_rest() {
     // Delay level 1 is 1 s.
     world.run_until(world.now + Duration::from_secs(3));
     let retry = MessageQueue::new(RETRY, "broker-b", 0);
-    let stored: Vec<_> = world
-        .cluster
-        .messages(&retry)
-        .map(|(_, m)| m.body.clone())
+    let stored: Vec<_> = stored_messages(&world, &retry)
+        .into_iter()
+        .map(|m| m.body)
         .collect();
     let expected: Vec<_> = batch.messages[2..]
         .iter()
@@ -162,18 +156,13 @@ fn retry_with_consumed_k_acknowledges_the_first_k_and_sends_back_the_rest() {
         stored, expected,
         "the retry topic holds exactly offsets 2 and 3"
     );
-    let again: Vec<_> = world.nodes[0]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == retry)
-        .flat_map(|(_, d)| d.messages.clone())
-        .collect();
+    let again = messages_of(&world.nodes[0].delivered, &retry);
     let bodies: Vec<_> = again.iter().map(|m| m.body().clone()).collect();
     assert_eq!(bodies, expected, "redelivered from the retry topic");
     assert!(
         again
             .iter()
-            .all(|m| m.reconsume_times() == 1 && m.topic() == "SimTopic")
+            .all(|m| m.reconsume_times() == 1 && m.topic() == TOPIC)
     );
     world.run_until(world.now + Duration::from_secs(6));
     assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(4));

@@ -7,17 +7,11 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
+use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use rocketmq_tests::world::World;
 
 fn one_consumer(seed: u64) -> World {
-    let mut config = WorldConfig::new(seed);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    World::new(config)
+    World::new(quiet_config(seed, 1))
 }
 
 /// Consumes 10 messages on `a` and `b`, then holds the handler and gets 3 more from `a`
@@ -73,8 +67,8 @@ fn check_report_matches_cluster(world: &World) {
 #[test]
 fn shutdown_drains_in_flight_handlers_and_commits_what_the_broker_stores() {
     let mut world = one_consumer(41);
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
-    let b = MessageQueue::new("SimTopic", "broker-b", 1);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
+    let b = MessageQueue::new(TOPIC, "broker-b", 1);
     consume_then_hold(&mut world, &a, &b);
 
     world.shutdown_one(0);
@@ -98,17 +92,14 @@ fn shutdown_drains_in_flight_handlers_and_commits_what_the_broker_stores() {
         "the drained messages are committed"
     );
     assert_eq!(committed(&b), Some(10));
-    assert_eq!(
-        committed(&MessageQueue::new("SimTopic", "broker-a", 1)),
-        Some(0)
-    );
+    assert_eq!(committed(&MessageQueue::new(TOPIC, "broker-a", 1)), Some(0));
 }
 
 #[test]
 fn a_handler_past_the_drain_deadline_is_abandoned_and_not_committed_past() {
     let mut world = one_consumer(42);
-    let a = MessageQueue::new("SimTopic", "broker-a", 0);
-    let b = MessageQueue::new("SimTopic", "broker-b", 1);
+    let a = MessageQueue::new(TOPIC, "broker-a", 0);
+    let b = MessageQueue::new(TOPIC, "broker-b", 1);
     let held = consume_then_hold(&mut world, &a, &b);
     assert_eq!(held, vec![10, 11, 12]);
 

@@ -7,18 +7,14 @@
 use std::time::Duration;
 
 use consumer_core::{Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
+use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, queue_stats, quiet_config};
+use rocketmq_tests::world::World;
 
 #[test]
 fn answer_to_a_pull_of_a_revoked_and_reassigned_queue_is_dropped() {
-    let mut config = WorldConfig::new(71);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 1;
-    let mut world = World::new(config);
+    let mut world = World::new(quiet_config(71, 1));
     // Node 0's alone; the newcomer's while it is there (ids sort #0 < #1, AVG).
-    let queue = MessageQueue::new("SimTopic", "broker-b", 0);
+    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
     world.run_until(world.epoch() + Duration::from_secs(2));
     let assigned = |w: &World| {
         w.nodes[0]
@@ -57,18 +53,9 @@ fn answer_to_a_pull_of_a_revoked_and_reassigned_queue_is_dropped() {
         "the first life's pull answered with the messages, and was dropped\n{}",
         world.trace_tail(30)
     );
-    let delivered: Vec<i64> = world.nodes[0]
-        .delivered
-        .iter()
-        .filter(|(_, d)| d.queue == queue)
-        .flat_map(|(_, d)| d.messages.iter().map(|m| m.queue_offset()))
-        .collect();
+    let delivered = offsets_of(&world.nodes[0].delivered, &queue);
     assert_eq!(delivered, offsets, "each message once, in order");
-    let q = stats
-        .queues
-        .iter()
-        .find(|q| q.queue == queue)
-        .expect("owned");
+    let q = queue_stats(&world, 0, &queue);
     assert_eq!((q.next_pull_offset, q.committable_offset), (3, 3));
 
     // Nothing else turns up later either.
@@ -79,5 +66,5 @@ fn answer_to_a_pull_of_a_revoked_and_reassigned_queue_is_dropped() {
         .filter(|(_, d)| d.queue == queue)
         .count();
     assert_eq!(again, 3);
-    assert_eq!(world.cluster.committed_offset("sim-group", &queue), Some(3));
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(3));
 }

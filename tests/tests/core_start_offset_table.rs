@@ -13,37 +13,19 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use consumer_core::{ConsumeFrom, MessageQueue};
+use rocketmq_tests::scenario::{GROUP, RETRY, TOPIC, produce_untracked, quiet_config};
 use rocketmq_tests::sim::harness::update_offset_request;
-use rocketmq_tests::world::{World, WorldConfig};
-
-const GROUP: &str = "sim-group";
-const RETRY: &str = "%RETRY%sim-group";
+use rocketmq_tests::world::World;
 
 fn topic_queues() -> Vec<MessageQueue> {
     ["broker-a", "broker-b"]
         .into_iter()
-        .flat_map(|b| (0..2).map(move |q| MessageQueue::new("SimTopic", b, q)))
+        .flat_map(|b| (0..2).map(move |q| MessageQueue::new(TOPIC, b, q)))
         .collect()
 }
 
 fn retry_queue() -> MessageQueue {
     MessageQueue::new(RETRY, "broker-a", 0)
-}
-
-/// Stores a message the world does not track: from before the consumer existed, it may
-/// rightly never be consumed.
-fn produce_untracked(world: &mut World, queue: &MessageQueue, n: usize) {
-    for k in 0..n {
-        world.cluster.produce(
-            world.now,
-            queue.topic(),
-            queue.broker_name(),
-            queue.queue_id(),
-            format!("before start {k}").into(),
-            Some("TagA"),
-            None,
-        );
-    }
 }
 
 /// Commits `offset` for `queue` as an earlier member of the group would have.
@@ -66,22 +48,18 @@ fn start_with(
     consume_from: impl FnOnce(i64) -> ConsumeFrom,
     committed: Option<i64>,
 ) -> BTreeMap<MessageQueue, Vec<i64>> {
-    let mut config = WorldConfig::new(61);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    config.consumers = 0;
-    let mut world = World::new(config);
+    let mut world = World::new(quiet_config(61, 0));
     world.cluster.create_topic(RETRY, 1);
     let t0: Instant = world.epoch();
     for mq in topic_queues() {
-        produce_untracked(&mut world, &mq, 3);
+        // From before the consumer existed: they may rightly never be consumed.
+        produce_untracked(&mut world, &mq, "before start", 3);
     }
-    produce_untracked(&mut world, &retry_queue(), 1);
+    produce_untracked(&mut world, &retry_queue(), "before start", 1);
     world.run_until(t0 + Duration::from_secs(2));
     let middle = world.cluster.wall_millis(world.now);
     for mq in topic_queues() {
-        produce_untracked(&mut world, &mq, 2);
+        produce_untracked(&mut world, &mq, "before start", 2);
     }
     if let Some(offset) = committed {
         for mq in topic_queues() {

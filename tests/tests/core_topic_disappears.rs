@@ -8,14 +8,13 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use consumer_core::{Event, MessageQueue};
-use rocketmq_tests::world::{World, WorldConfig};
-
-const RETRY: &str = "%RETRY%sim-group";
+use rocketmq_tests::scenario::{RETRY, TOPIC, quiet_config};
+use rocketmq_tests::world::World;
 
 fn queues_of(broker: &str) -> BTreeSet<MessageQueue> {
     [
-        MessageQueue::new("SimTopic", broker, 0),
-        MessageQueue::new("SimTopic", broker, 1),
+        MessageQueue::new(TOPIC, broker, 0),
+        MessageQueue::new(TOPIC, broker, 1),
         MessageQueue::new(RETRY, broker, 0),
     ]
     .into()
@@ -49,11 +48,7 @@ fn moved(world: &World, broker: &str, since: Instant, assigned: bool) -> BTreeSe
 
 #[test]
 fn queues_of_a_broker_that_goes_down_are_revoked_and_come_back_with_it() {
-    let mut config = WorldConfig::new(91);
-    config.faults = false;
-    config.messages = 0;
-    config.reconsume_percent = 0;
-    let mut world = World::new(config);
+    let mut world = World::new(quiet_config(91, 2));
     // Settled: a member that asked for the retry topic's route while only one broker had it
     // learns the rest at its next route refresh (30 s).
     world.run_until(world.epoch() + Duration::from_secs(35));
@@ -81,7 +76,7 @@ fn queues_of_a_broker_that_goes_down_are_revoked_and_come_back_with_it() {
     assert!(moved(&world, "broker-b", down_at, true).is_empty());
 
     // Stored while the broker is down, consumed once it is back.
-    let waiting = MessageQueue::new("SimTopic", "broker-b", 1);
+    let waiting = MessageQueue::new(TOPIC, "broker-b", 1);
     let offsets = world.produce_to(&waiting, 4);
     let up_at = world.now;
     world.cluster.set_broker_down("broker-b", false);

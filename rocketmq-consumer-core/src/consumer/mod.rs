@@ -14,14 +14,14 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use proto::body::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody, HeartbeatData,
-    LockBatchResponseBody, SubscriptionData, TopicRouteData,
+    CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody,
+    HeartbeatData, LockBatchResponseBody, SubscriptionData, TopicRouteData,
 };
 use proto::headers::{
-    GetConsumerListByGroupRequest, GetMaxOffsetRequest, GetMaxOffsetResponse, GetRouteInfoRequest,
-    HeartbeatRequest, PullMessageRequest, QueryConsumerOffsetRequest, QueryConsumerOffsetResponse,
-    SearchOffsetRequest, SearchOffsetResponse, UnregisterClientRequest,
-    UpdateConsumerOffsetRequest, pull_sys_flag,
+    CheckClientConfigRequest, GetConsumerListByGroupRequest, GetMaxOffsetRequest,
+    GetMaxOffsetResponse, GetRouteInfoRequest, HeartbeatRequest, PullMessageRequest,
+    QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, SearchOffsetRequest,
+    SearchOffsetResponse, UnregisterClientRequest, UpdateConsumerOffsetRequest, pull_sys_flag,
 };
 use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
@@ -86,6 +86,8 @@ pub struct Consumer {
     next_request: u64,
     /// Orderly shutdown: unlocks sent after the final commits were answered.
     unlock_sent: bool,
+    /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
+    unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
     resends: BTreeMap<(Instant, u64), retry::SendBack>,
     rng: u64,
@@ -138,6 +140,8 @@ enum PendingKind {
     Search(u64, MessageQueue),
     /// Poll mode: a commit the application asked for.
     Commit(MessageQueue, i64),
+    /// `CHECK_CLIENT_CONFIG` for an SQL92 subscription of this topic.
+    CheckClient(String),
 }
 
 impl PendingKind {
@@ -157,6 +161,7 @@ impl PendingKind {
             Self::SendBack(back) => back.request_name(),
             Self::SeekBound(..) => "GET_MIN_OFFSET/GET_MAX_OFFSET",
             Self::Search(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
+            Self::CheckClient(_) => "CHECK_CLIENT_CONFIG",
         }
     }
 }
@@ -274,6 +279,7 @@ impl Consumer {
             direct: BTreeMap::new(),
             next_request: 0,
             unlock_sent: false,
+            unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
@@ -323,14 +329,41 @@ impl Consumer {
         topic: &str,
         expression: &str,
     ) -> Result<(), ConfigError> {
+        let version = self.unix_ms(now);
+        self.add_subscription(now, SubscriptionData::new(topic, expression, version))
+    }
+
+    /// Subscribes to `topic` with an SQL92 expression over message properties (`a > 5 AND
+    /// b = 'x'`), which the broker evaluates. Brokers filter SQL92 only with
+    /// `enablePropertyFilter=true` (off by default); the first broker of the topic is asked
+    /// (`CHECK_CLIENT_CONFIG`, as Java's consumer asks at start), and a refusal drops the
+    /// subscription with [`Event::SubscriptionRejected`].
+    pub fn subscribe_sql92(
+        &mut self,
+        now: Instant,
+        topic: &str,
+        expression: &str,
+    ) -> Result<(), ConfigError> {
+        if expression.trim().is_empty() {
+            return Err(ConfigError(format!(
+                "an empty SQL92 expression for {topic:?}"
+            )));
+        }
+        let version = self.unix_ms(now);
+        self.unchecked.insert(topic.to_owned());
+        self.add_subscription(now, SubscriptionData::sql92(topic, expression, version))
+    }
+
+    fn add_subscription(
+        &mut self,
+        now: Instant,
+        subscription: SubscriptionData,
+    ) -> Result<(), ConfigError> {
+        let topic = subscription.topic.clone();
         if topic.is_empty() || topic.len() > 127 || topic.starts_with(RETRY_TOPIC_PREFIX) {
             return Err(ConfigError(format!("cannot subscribe to topic {topic:?}")));
         }
-        let version = self.unix_ms(now);
-        self.subscriptions.insert(
-            topic.to_owned(),
-            SubscriptionData::new(topic, expression, version),
-        );
+        self.subscriptions.insert(topic, subscription);
         // Brokers must learn the subscription before the first pull of it (a pull for an
         // unknown subscription is refused), and the route must be known to rebalance.
         self.rebalance_after_heartbeat = true;
@@ -745,6 +778,10 @@ impl Consumer {
             PendingKind::Lock(queues) => self.on_lock_failed(now, &queues),
             PendingKind::SendBack(back) => self.on_send_back_failed(now, *back),
             PendingKind::SeekBound(..) | PendingKind::Commit(..) => {}
+            // Asked again with the next route refresh.
+            PendingKind::CheckClient(topic) => {
+                self.unchecked.insert(topic);
+            }
             PendingKind::Search(request, queue) => {
                 self.outputs
                     .push_back(Output::Event(Event::OffsetForTimestamp {
@@ -856,12 +893,12 @@ impl Consumer {
                     .then(|| response.header::<GetMaxOffsetResponse>().ok())
                     .flatten()
                     .map(|h| h.offset);
-                match offset {
-                    Some(offset) if offset >= 0 => {
-                        if let Some(mq) = self.queue_mut(key, epoch).map(|s| s.mq.clone()) {
-                            self.reset_queue(now, &mq, offset);
-                        }
+                let queue = self.queue_mut(key, epoch).map(|s| s.mq.clone());
+                match (offset, queue) {
+                    (Some(offset), Some(mq)) if offset >= 0 => {
+                        self.reset_queue(now, &mq, offset);
                     }
+                    (_, None) => self.request_failed(now, pending, FailureReason::Stale),
                     _ => {
                         let reason = refused(&response);
                         self.request_failed(now, pending, reason);
@@ -880,6 +917,11 @@ impl Consumer {
                         offset,
                     }));
             }
+            PendingKind::CheckClient(topic) => {
+                if code != ResponseCode::SUCCESS {
+                    self.reject_subscription(now, &topic, refused(&response));
+                }
+            }
             PendingKind::Commit(mq, offset) => {
                 if code == ResponseCode::SUCCESS {
                     self.outputs
@@ -890,6 +932,22 @@ impl Consumer {
                 }
             }
         }
+    }
+
+    /// A broker cannot evaluate the topic's SQL92 expression: drop the subscription and its
+    /// queues, and tell the brokers at the next heartbeat.
+    fn reject_subscription(&mut self, now: Instant, topic: &str, reason: FailureReason) {
+        if self.subscriptions.remove(topic).is_none() {
+            return;
+        }
+        self.routes.remove(topic);
+        self.apply_assignment(now, topic, BTreeSet::new());
+        self.outputs
+            .push_back(Output::Event(Event::SubscriptionRejected {
+                topic: topic.to_owned(),
+                reason,
+            }));
+        self.timers.reset(now, Timer::Heartbeat);
     }
 
     // ----- routes and heartbeats -----
@@ -951,6 +1009,32 @@ impl Consumer {
             .routes
             .get(topic)
             .is_none_or(|old| old.subscribe_queues(topic) != route.subscribe_queues(topic));
+        if self.unchecked.remove(topic)
+            && let Some(addr) = route
+                .broker_datas
+                .iter()
+                .find_map(|b| b.master_or_any_addr().map(str::to_owned))
+            && let Some(subscription) = self.subscriptions.get(topic)
+        {
+            let body = CheckClientRequestBody {
+                client_id: self.client_id.clone(),
+                group: self.config.group.clone(),
+                subscription_data: subscription.clone(),
+                namespace: None,
+            }
+            .encode();
+            let request = Command::request(
+                RequestCode::CHECK_CLIENT_CONFIG,
+                &CheckClientConfigRequest {},
+            )
+            .with_body(body);
+            self.request(
+                now,
+                &addr,
+                request,
+                PendingKind::CheckClient(topic.to_owned()),
+            );
+        }
         self.routes.insert(topic.to_owned(), route);
         if new_broker {
             self.rebalance_after_heartbeat = true;

@@ -13,7 +13,7 @@ use proto::{Command, MessageQueue, RequestCode};
 
 use super::{Consumer, Lifecycle, PendingKind, Phase};
 use crate::config::{ConfigError, ConsumeMode, MessageModel};
-use crate::output::{Event, Output, Polled};
+use crate::output::{Event, FailureReason, Output, Polled};
 
 impl Consumer {
     /// Poll mode: takes up to `max` ready messages of one queue (queues take turns), which
@@ -168,11 +168,13 @@ impl Consumer {
     }
 
     /// Stores the consumed position of every started queue now: clustering asks the brokers
-    /// and reports their confirmations as [`Event::Committed`]; broadcasting hands the table to
-    /// the driver ([`Output::StoreOffsets`]).
-    pub fn commit(&mut self, now: Instant) {
+    /// and answers each queue with [`Event::Committed`] or, on failure, an
+    /// [`Event::RequestFailed`] for `UPDATE_CONSUMER_OFFSET`; broadcasting hands the table to
+    /// the driver ([`Output::StoreOffsets`]) and confirms at once. Returns the queues that will
+    /// be answered for (a queue not started yet has nothing to commit and is not).
+    pub fn commit(&mut self, now: Instant) -> Vec<MessageQueue> {
         if self.lifecycle != Lifecycle::Running {
-            return;
+            return Vec::new();
         }
         let mut stored = Vec::new();
         for state in self.queues.values_mut() {
@@ -186,6 +188,7 @@ impl Consumer {
             state.persisted = Some(offset);
             stored.push((state.mq.clone(), offset));
         }
+        let queues = stored.iter().map(|(mq, _)| mq.clone()).collect();
         if self.config.message_model == MessageModel::Broadcasting {
             for (mq, offset) in &stored {
                 self.store_offset(now, mq, *offset);
@@ -193,15 +196,20 @@ impl Consumer {
             self.flush_local_offsets();
             self.outputs
                 .push_back(Output::Event(Event::Committed(stored)));
-            return;
+            return queues;
         }
         for (mq, offset) in stored {
-            let Some(addr) = self.master_addr(mq.broker_name()) else {
-                continue;
-            };
             let command = self.commit_command(&mq, offset);
-            self.request(now, &addr, command, PendingKind::Commit(mq, offset));
+            match self.master_addr(mq.broker_name()) {
+                Some(addr) => self.request(now, &addr, command, PendingKind::Commit(mq, offset)),
+                None => self.outputs.push_back(Output::Event(Event::RequestFailed {
+                    addr: String::new(),
+                    request: "UPDATE_CONSUMER_OFFSET",
+                    reason: FailureReason::Disconnected,
+                })),
+            }
         }
+        queues
     }
 
     /// Asks the broker for the first offset of `mq` stored at or after `unix_ms`; the answer
@@ -230,7 +238,7 @@ impl Consumer {
                 .push_back(Output::Event(Event::OffsetForTimestamp {
                     request,
                     queue: mq.clone(),
-                    offset: Err(crate::output::FailureReason::Disconnected),
+                    offset: Err(FailureReason::Disconnected),
                 })),
         }
         request

@@ -11,6 +11,8 @@
 //!   limit, which the broker turns into the dead-letter queue, and the queue moves on.
 //! - Broadcasting sends nothing back: it redelivers locally, and gives up on a message after
 //!   `max_reconsume_times` (Java drops failed broadcast messages at once).
+//! - `ConsumeOutcome::Suspend` in concurrent mode keeps the messages for a local redelivery
+//!   after the pause, in either model: nothing is sent back.
 
 use std::time::Instant;
 
@@ -79,6 +81,12 @@ impl Consumer {
             return;
         };
         let mq = state.mq.clone();
+        if let (false, ConsumeOutcome::Suspend(_)) = (orderly, outcome) {
+            // Kept here, not sent back: delivered again by this consumer after the pause.
+            state.pq.retry_at(failed, now + suspend);
+            self.timers.set(now + suspend, Timer::Redeliver);
+            return;
+        }
         if orderly || broadcasting {
             let (give_up, retry): (Vec<i64>, Vec<i64>) = failed.iter().partition(|&&offset| {
                 state

@@ -51,15 +51,28 @@ impl Topic {
     /// Sends `count` messages with bodies `{topic}/{batch}/{i}` and tag `tag` (none when
     /// `None`), spread round-robin over the queues, and returns their bodies.
     pub(crate) fn send(&self, batch: &str, count: usize, tag: Option<&str>) -> BTreeSet<String> {
+        self.send_with(batch, count, |_, message| {
+            if let Some(tag) = tag {
+                message.set_tags(tag);
+            }
+        })
+    }
+
+    /// Sends `count` messages as [`Topic::send`] does, each adjusted by `adjust(i, message)`
+    /// (tags, properties) before it goes; returns their bodies.
+    pub(crate) fn send_with(
+        &self,
+        batch: &str,
+        count: usize,
+        adjust: impl Fn(usize, &mut OutgoingMessage),
+    ) -> BTreeSet<String> {
         let mut client = BlockingClient::connect(&self.broker, TIMEOUT)
             .unwrap_or_else(|e| panic!("connect to the broker at {}: {e}", self.broker));
         let mut bodies = BTreeSet::new();
         for i in 0..count {
             let body = format!("{}/{batch}/{i}", self.name);
             let mut message = OutgoingMessage::new(self.name.clone(), body.clone());
-            if let Some(tag) = tag {
-                message.set_tags(tag);
-            }
+            adjust(i, &mut message);
             let queue = i32::try_from(i).unwrap_or(0) % self.queues;
             let header = send_header(&self.name, queue, 0, message.encoded_properties());
             let request =

@@ -13,12 +13,13 @@
 //! Needs `scripts/broker start` and `NAMESRV_ADDR`; fails (never skips) without them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use consumer_core::producer::shard_index;
 use driver::prelude::*;
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
+use rocketmq_tests::{namesrv, unique};
 
 /// Queues of the test topic.
 const QUEUES: usize = 8;
@@ -30,28 +31,6 @@ const PER_KEY: usize = 25;
 const BATCH: usize = 5;
 /// How long consuming everything back may take.
 const WAIT: Duration = Duration::from_secs(60);
-
-/// The name server from `NAMESRV_ADDR`, checked to answer; panics with how to start it.
-fn namesrv() -> String {
-    let addr = std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| {
-        panic!(
-            "NAMESRV_ADDR is not set: this test needs the real local cluster. Start it with \
-             `scripts/broker start` and export NAMESRV_ADDR=127.0.0.1:9876"
-        )
-    });
-    if let Err(e) = rmq_cli::admin::cluster_info(&addr) {
-        panic!("no name server answers at NAMESRV_ADDR={addr} ({e}); run `scripts/broker start`");
-    }
-    addr
-}
-
-fn unique(prefix: &str) -> String {
-    let micros = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default();
-    format!("{prefix}-{micros}")
-}
 
 /// What a received message says about itself.
 #[derive(Debug)]

@@ -1,0 +1,63 @@
+//! Shared by the `rmq` tests that run against the real local broker (`scripts/broker start`,
+//! `NAMESRV_ADDR`): running the binary, and fresh names for a run.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `rmq` with `args`; returns whether it succeeded, its stdout parsed as one JSON value a
+/// line, and its stderr.
+pub(crate) fn rmq(args: &[&str]) -> (bool, Vec<Value>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rmq"))
+        .args(args)
+        .output()
+        .expect("rmq runs");
+    let lines = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    (
+        out.status.success(),
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A topic and a group no earlier run used, `{prefix}-{micros}` and `{prefix}-group-{micros}`.
+/// Fails the test, with how to start the cluster, when `NAMESRV_ADDR` is not set.
+pub(crate) fn fresh_topic_and_group(prefix: &str) -> (String, String) {
+    assert!(
+        std::env::var("NAMESRV_ADDR").is_ok(),
+        "NAMESRV_ADDR is not set: start the local cluster with `scripts/broker start` (scripts/test does)"
+    );
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_micros();
+    (
+        format!("{prefix}-{stamp}"),
+        format!("{prefix}-group-{stamp}"),
+    )
+}
+
+/// Creates `topic` with `queues` queues with `rmq topic create`, failing the test if it fails.
+pub(crate) fn create_topic(topic: &str, queues: u32) {
+    let queues = queues.to_string();
+    let (ok, _, stderr) = rmq(&["topic", "create", topic, "--queues", &queues]);
+    assert!(ok, "topic create failed: {stderr}");
+}
+
+/// Runs `rmq consume` of `topic` as `group` from the first offset, with `more` arguments (a
+/// count, an idle exit, a runtime); returns what [`rmq`] returns.
+pub(crate) fn consume_from_first(
+    group: &str,
+    topic: &str,
+    more: &[&str],
+) -> (bool, Vec<Value>, String) {
+    let mut args = vec![
+        "consume", "--group", group, "--topic", topic, "--from", "first",
+    ];
+    args.extend_from_slice(more);
+    rmq(&args)
+}
