@@ -106,6 +106,11 @@ impl Connections {
         Some((addr, unsent))
     }
 
+    /// The address of connection `id`.
+    pub(crate) fn addr(&self, id: ConnId) -> Option<&str> {
+        self.by_id.get(&id).map(String::as_str)
+    }
+
     /// Every open or opening connection.
     pub(crate) fn ids(&self) -> Vec<ConnId> {
         self.by_id.keys().copied().collect()

@@ -377,6 +377,23 @@ impl Consumer {
         for command in self.conns.connected(conn) {
             self.outputs.push_back(Output::Send { conn, command });
         }
+        // Brokers know group members by connection: a new connection to a broker (after a lost
+        // one, or a broker restart) is no member until it heartbeats, and until then pulls are
+        // refused and the group looks empty to a rebalance. Heartbeat on it at once, unless a
+        // heartbeat already waits in its queue.
+        if let Some(addr) = self.conns.addr(conn).map(str::to_owned) {
+            let broker = self
+                .brokers
+                .values()
+                .any(|ids| ids.values().any(|a| *a == addr));
+            let queued = self
+                .pending
+                .values()
+                .any(|p| p.conn == conn && matches!(p.kind, PendingKind::Heartbeat));
+            if broker && !queued {
+                self.heartbeat_to(now, [addr]);
+            }
+        }
         self.after_input(now);
     }
 
@@ -996,7 +1013,9 @@ impl Consumer {
                 return self.request_failed(now, pending, reason);
             }
         };
-        let mut new_broker = false;
+        // A route that comes back (its brokers were gone, e.g. restarting) may bring brokers
+        // that forgot this consumer: tell them again.
+        let mut new_broker = !self.routes.contains_key(topic);
         for broker in &route.broker_datas {
             let known = self.brokers.entry(broker.broker_name.clone()).or_default();
             for (id, addr) in &broker.broker_addrs {
@@ -1045,6 +1064,15 @@ impl Consumer {
     }
 
     fn heartbeat(&mut self, now: Instant) {
+        let addrs: BTreeSet<String> = self
+            .brokers
+            .values()
+            .flat_map(|ids| ids.values().cloned())
+            .collect();
+        self.heartbeat_to(now, addrs);
+    }
+
+    fn heartbeat_to(&mut self, now: Instant, addrs: impl IntoIterator<Item = String>) {
         if self.lifecycle != Lifecycle::Running {
             return;
         }
@@ -1072,11 +1100,6 @@ impl Consumer {
             ..HeartbeatData::default()
         };
         let body = data.encode();
-        let addrs: BTreeSet<String> = self
-            .brokers
-            .values()
-            .flat_map(|ids| ids.values().cloned())
-            .collect();
         for addr in addrs {
             let request = Command::request(RequestCode::HEART_BEAT, &HeartbeatRequest {})
                 .with_body(body.clone());

@@ -1,0 +1,17 @@
+//! The broker killed and restarted under a tokio consumer (`scripts/broker kill|revive`); the
+//! scenario is `rocketmq-driver/tests/support/broker_restart.rs`.
+
+#[path = "../../rocketmq-driver/tests/support/broker_restart.rs"]
+mod broker_restart;
+
+#[test]
+fn tokio_nothing_lost_when_the_broker_is_killed() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(broker_restart::nothing_lost_when_the_broker_is_killed::<
+            rocketmq_tokio::TokioRuntime,
+        >("tokio-restart"));
+}
