@@ -58,6 +58,10 @@ pub struct ConsumeOptions {
     pub idle_exit: Option<Duration>,
     /// The runtime to consume on.
     pub runtime: RuntimeKind,
+    /// Every member gets every message; offsets are kept in a local file.
+    pub broadcast: bool,
+    /// One delivery per queue at a time, in order, under the queue's broker lock.
+    pub orderly: bool,
 }
 
 /// Consumes until the count or the idle time is reached, calling `emit` with each message's
@@ -99,16 +103,20 @@ async fn run<R: Runtime>(
     mut emit: impl FnMut(Value),
 ) -> Result<ShutdownReport, String> {
     let (tx, mut rx) = mpsc::unbounded::<Printed>();
-    let consumer = driver::PushConsumer::<R>::builder(options.group.clone())
+    let mut builder = driver::PushConsumer::<R>::builder(options.group.clone())
         .name_server(options.namesrv.clone())
         .subscribe(options.topic.clone(), options.expression.clone())
-        .consume_from(options.from)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .consume_from(options.from);
+    if options.broadcast {
+        builder = builder.broadcasting();
+    }
+    let consumer = builder.build().map_err(|e| e.to_string())?;
+    // Messages carry the address of the broker that stored them; the route names it.
+    let mut broker_names = BrokerNames::new(&options.namesrv, &options.topic);
     // Each handler waits for the printer's verdict, so a message that arrives after `--count`
     // was reached is not acknowledged: it is kept (suspended, not sent to the retry topic), its
     // offset is not committed, and the next run gets it.
-    let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+    let handler = move |messages: Vec<Message>| {
         let tx = tx.clone();
         async move {
             let mut outcome = ConsumeOutcome::Success;
@@ -130,7 +138,12 @@ async fn run<R: Runtime>(
             }
             outcome
         }
-    });
+    };
+    let running = if options.orderly {
+        consumer.start_orderly(handler)
+    } else {
+        consumer.start_concurrently(handler)
+    };
     let runtime = R::default();
     let mut seen = 0;
     loop {
@@ -147,7 +160,14 @@ async fn run<R: Runtime>(
             }
             None => rx.next().await,
         };
-        let Some(item) = next else { break };
+        let Some(mut item) = next else { break };
+        if let Some(fields) = item.json.as_object_mut() {
+            let name = broker_names.of(&item.store_host);
+            fields.insert(
+                "broker_name".to_owned(),
+                name.map_or(Value::Null, Value::from),
+            );
+        }
         emit(item.json);
         if let Some(live) = live {
             live.record(&item.store_host, item.queue_id, item.queue_offset);
@@ -247,6 +267,44 @@ fn sleep_unless_stopped(stop: &AtomicBool, duration: Duration) -> bool {
         std::thread::sleep(step);
     }
     stop.load(Ordering::Relaxed)
+}
+
+/// Broker names by address, from the topic's route; read again when an address is new.
+struct BrokerNames {
+    namesrv: String,
+    topic: String,
+    by_addr: BTreeMap<String, String>,
+}
+
+impl BrokerNames {
+    fn new(namesrv: &str, topic: &str) -> Self {
+        let mut names = Self {
+            namesrv: namesrv.to_owned(),
+            topic: topic.to_owned(),
+            by_addr: BTreeMap::new(),
+        };
+        names.refresh();
+        names
+    }
+
+    fn refresh(&mut self) {
+        // Without a route the name stays unknown (`null`), which is no reason to stop consuming.
+        if let Ok(route) = admin::route(&self.namesrv, &self.topic) {
+            for broker in route.broker_datas {
+                for addr in broker.broker_addrs.into_values() {
+                    self.by_addr.insert(addr, broker.broker_name.clone());
+                }
+            }
+        }
+    }
+
+    /// The name of the broker at `addr`.
+    fn of(&mut self, addr: &str) -> Option<String> {
+        if !self.by_addr.contains_key(addr) {
+            self.refresh();
+        }
+        self.by_addr.get(addr).cloned()
+    }
 }
 
 /// The lag of the topic for the live line (see [`LiveLine`]).

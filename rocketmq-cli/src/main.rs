@@ -95,6 +95,13 @@ enum Cmd {
         /// The async runtime: tokio or smol.
         #[arg(long, default_value = "tokio")]
         runtime: consume::RuntimeKind,
+        /// Broadcasting: every consumer gets every message; offsets in a local file
+        /// (~/.rocketmq_offsets/<group>/offsets.json).
+        #[arg(long)]
+        broadcast: bool,
+        /// Orderly: one delivery per queue at a time, in order, under the queue's lock.
+        #[arg(long)]
+        orderly: bool,
         /// Name server address; also NAMESRV_ADDR.
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
@@ -247,6 +254,8 @@ fn run(command: Cmd) -> Result<(), String> {
             count,
             idle_exit,
             runtime,
+            broadcast,
+            orderly,
             namesrv,
         } => {
             let from = match from.as_str() {
@@ -270,6 +279,8 @@ fn run(command: Cmd) -> Result<(), String> {
                 count,
                 idle_exit: idle_exit.map(std::time::Duration::from_secs),
                 runtime,
+                broadcast,
+                orderly,
             };
             let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;

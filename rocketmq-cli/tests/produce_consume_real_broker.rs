@@ -37,9 +37,10 @@ fn produced_messages_are_consumed_once() {
     expected.sort();
     assert_eq!(bodies, expected);
     assert!(
-        messages
-            .iter()
-            .all(|m| m["tags"] == "t" && m["topic"] == topic.as_str())
+        messages.iter().all(|m| m["tags"] == "t"
+            && m["topic"] == topic.as_str()
+            && m["broker_name"] == "broker-a"),
+        "{messages:?}"
     );
 
     let (ok, again, stderr) = consume_from_first(&group, &topic, &["--idle-exit", "3"]);
