@@ -284,6 +284,14 @@ impl World {
             90
         };
         self.run_until(active_end + Duration::from_secs(quiet));
+        // Retries back off (10 s, 30 s, 1 min, 2 min, ... 2 h): a message that failed a few
+        // times in a row is still on its way; let its schedule play out (with the default 16
+        // retries that takes up to about 5 h of virtual time).
+        let limit = active_end + Duration::from_secs(6 * 3600);
+        while self.now < limit && self.work_left() {
+            let next = self.now + Duration::from_secs(60);
+            self.run_until(next);
+        }
         self.check_final();
     }
 
@@ -815,15 +823,8 @@ impl World {
                 dead.insert(position);
             }
         }
-        for (mq, offsets) in &self.produced {
-            let acked = self.acked.get(mq);
-            if let Some(missing) = offsets.iter().find(|o| {
-                !acked.is_some_and(|a| a.contains(o)) && !dead.contains(&(mq.clone(), **o))
-            }) {
-                self.fail(&format!(
-                    "{mq:?} offset {missing} was produced but never consumed nor dead-lettered"
-                ));
-            }
+        if let Some(missing) = self.unfinished(&dead) {
+            self.fail(&missing);
         }
         // Once membership is stable each queue has exactly one owner.
         let mut owners: BTreeMap<MessageQueue, Vec<usize>> = BTreeMap::new();
@@ -844,6 +845,46 @@ impl World {
                 ));
             }
         }
+    }
+
+    /// The first produced message neither consumed nor in `dead`, said as a failure.
+    fn unfinished(&self, dead: &BTreeSet<Position>) -> Option<String> {
+        for (mq, offsets) in &self.produced {
+            let acked = self.acked.get(mq);
+            if let Some(missing) = offsets.iter().find(|o| {
+                !acked.is_some_and(|a| a.contains(o)) && !dead.contains(&(mq.clone(), **o))
+            }) {
+                return Some(format!(
+                    "{mq:?} offset {missing} was produced but never consumed nor dead-lettered"
+                ));
+            }
+        }
+        None
+    }
+
+    /// Whether a message is still on its way: not consumed (by every live member, when
+    /// broadcasting), not dead-lettered, not given up on.
+    fn work_left(&self) -> bool {
+        if self.config.model == MessageModel::Broadcasting {
+            return self.nodes.iter().filter(|n| !n.shutting_down).any(|node| {
+                self.produced.iter().any(|(mq, offsets)| {
+                    offsets.iter().any(|o| {
+                        let position = (mq.clone(), *o);
+                        !node.consumed.contains(&position) && !node.gave_up.contains(&position)
+                    })
+                })
+            });
+        }
+        let mut dead = BTreeSet::new();
+        for broker in self.cluster.broker_names() {
+            let dlq = MessageQueue::new(&dlq_topic(&self.config.group), broker, 0);
+            for (_, message) in self.cluster.messages(&dlq) {
+                if let Some(position) = self.origin.get(&message.body) {
+                    dead.insert(position.clone());
+                }
+            }
+        }
+        self.unfinished(&dead).is_some()
     }
 
     /// Broadcasting: every member still running consumed (or gave up on) every message, and
