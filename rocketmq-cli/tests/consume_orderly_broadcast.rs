@@ -5,41 +5,19 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::Value;
-use support::{create_topic, fresh_topic_and_group, rmq};
+use support::{consume_from_first, create_topic, fresh_topic_and_group, rmq};
 
-/// Runs `rmq consume` with `HOME` pointing at `home`, so the offset file is the test's own;
-/// fails the test when it fails. Returns the JSON lines it printed.
-fn consume(home: &std::path::Path, group: &str, topic: &str, more: &[&str]) -> Vec<Value> {
-    let mut args = vec![
-        "consume",
-        "--group",
-        group,
-        "--topic",
-        topic,
-        "--from",
-        "first",
-        "--orderly",
-        "--broadcast",
-    ];
-    args.extend_from_slice(more);
-    let out = Command::new(env!("CARGO_BIN_EXE_rmq"))
-        .args(&args)
-        .env("HOME", home)
-        .output()
-        .expect("rmq runs");
-    let lines = String::from_utf8(out.stdout)
-        .expect("UTF-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
-    assert!(
-        out.status.success(),
-        "consume failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Runs `rmq consume --orderly --broadcast` of `topic` as `group` from the first offset, with
+/// `HOME` pointing at `home`, so the offset file is the test's own; fails the test when it
+/// fails. Returns the JSON lines it printed.
+fn consume(home: &Path, group: &str, topic: &str, more: &[&str]) -> Vec<Value> {
+    let args = [&["--orderly", "--broadcast"], more].concat();
+    let (ok, lines, stderr) =
+        consume_from_first(group, topic, &args, &[("HOME", home.as_os_str())]);
+    assert!(ok, "consume failed: {stderr}");
     lines
 }
 

@@ -26,7 +26,7 @@ fn produced_messages_are_consumed_once() {
     assert_eq!(backlog, 30, "{before:?}");
 
     let (ok, messages, stderr) =
-        consume_from_first(&group, &topic, &["--count", "30", "--idle-exit", "30"]);
+        consume_from_first(&group, &topic, &["--count", "30", "--idle-exit", "30"], &[]);
     assert!(ok, "consume failed: {stderr}");
     let mut bodies: Vec<String> = messages
         .iter()
@@ -43,7 +43,7 @@ fn produced_messages_are_consumed_once() {
         "{messages:?}"
     );
 
-    let (ok, again, stderr) = consume_from_first(&group, &topic, &["--idle-exit", "3"]);
+    let (ok, again, stderr) = consume_from_first(&group, &topic, &["--idle-exit", "3"], &[]);
     assert!(ok, "second consume failed: {stderr}");
     let (ok, after, stderr) = rmq(&["offsets", "--group", &group, "--topic", &topic]);
     assert!(ok, "offsets failed: {stderr}");

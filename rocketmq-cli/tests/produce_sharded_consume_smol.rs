@@ -42,6 +42,7 @@ fn sharded_produce_keeps_one_queue_in_order_and_smol_consumes_it() {
         &group,
         &topic,
         &["--runtime", "smol", "--count", "40", "--idle-exit", "30"],
+        &[],
     );
     assert!(ok, "consume failed: {stderr}");
     assert!(

@@ -8,22 +8,19 @@
 //! waiting on it fails with the reason, and the next call opens a new one.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use futures_channel::{mpsc, oneshot};
-use futures_io::{AsyncRead, AsyncWrite};
+use futures_util::FutureExt;
 use futures_util::future::{self, AbortHandle, Abortable, Either};
-use futures_util::io::{AsyncReadExt, AsyncWriteExt};
-use futures_util::{FutureExt, StreamExt};
-use proto::{Command, FrameDecoder, HeaderEncoding, frame};
+use proto::{Command, HeaderEncoding, frame};
 
+use crate::connection;
 use crate::runtime::Runtime;
-
-/// Bytes read from a socket at a time.
-const READ_CHUNK: usize = 64 * 1024;
 
 /// Why a call got no answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -207,65 +204,20 @@ async fn run_conn<R: Runtime>(
         Err(e) => format!("connect: {e}"),
         Ok(stream) => {
             conn.connected.store(true, Ordering::Release);
-            let (reader, writer) = stream.split();
-            let read = Box::pin(read_responses(reader, &conn));
-            let write = Box::pin(write_frames(writer, queued));
-            match future::select(read, write).await {
-                Either::Left((reason, _)) | Either::Right((reason, _)) => reason,
-            }
-        }
-    };
-    remove_if_same(&conns, &addr, conn.id);
-    conn.fail_all(reason);
-}
-
-/// Reads frames and hands each response to the call waiting for its opaque, until the stream
-/// ends or fails; returns why. Requests from the broker (a plain producer is sent none it must
-/// answer) and answers nobody waits for any more (timed out) are dropped.
-async fn read_responses(mut reader: impl AsyncRead + Unpin, conn: &Conn) -> String {
-    let mut decoder = FrameDecoder::default();
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    let mut chunk = vec![0; READ_CHUNK];
-    loop {
-        loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(command)) if command.is_response() => {
+            // Requests from the broker (a plain producer is sent none it must answer) and
+            // answers nobody waits for any more (timed out) are dropped.
+            let ended = connection::run(stream, queued, |command| {
+                if command.is_response() {
                     let waiter = lock(&conn.pending).waiting.remove(&command.opaque);
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(command);
                     }
                 }
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(e) => return format!("bad frame from the peer: {e}"),
-            }
+                ControlFlow::Continue(())
+            });
+            ended.await.to_string()
         }
-        match reader.read(&mut chunk).await {
-            Ok(0) => return "closed by the peer".to_owned(),
-            Err(e) => return format!("read: {e}"),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
-/// Writes queued frames, flushing when the queue runs empty, until a write fails; returns why.
-async fn write_frames(
-    mut writer: impl AsyncWrite + Unpin,
-    mut queued: mpsc::UnboundedReceiver<Bytes>,
-) -> String {
-    while let Some(frame) = queued.next().await {
-        if let Err(e) = writer.write_all(&frame).await {
-            return format!("write: {e}");
-        }
-        while let Ok(frame) = queued.try_recv() {
-            if let Err(e) = writer.write_all(&frame).await {
-                return format!("write: {e}");
-            }
-        }
-        if let Err(e) = writer.flush().await {
-            return format!("write: {e}");
-        }
-    }
-    // Every sender is gone: the connection was dropped from the table and nobody can call.
-    "connection closed".to_owned()
+    };
+    remove_if_same(&conns, &addr, conn.id);
+    conn.fail_all(reason);
 }

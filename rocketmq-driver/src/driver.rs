@@ -11,6 +11,7 @@
 //! events that settle them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,13 +23,12 @@ use consumer_core::{
     ShutdownReport,
 };
 use futures_channel::{mpsc, oneshot};
-use futures_io::{AsyncRead, AsyncWrite};
 use futures_util::future::{self, AbortHandle, Abortable, Either};
-use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use futures_util::{FutureExt, StreamExt};
 use proto::message::Message;
-use proto::{Command, FrameDecoder, HeaderEncoding, frame};
+use proto::{Command, HeaderEncoding, frame};
 
+use crate::connection;
 use crate::lite_pull::{CommitReport, ControlError};
 use crate::offset_file::OffsetFile;
 use crate::runtime::{BoxFuture, Runtime};
@@ -38,9 +38,6 @@ pub(crate) type Handler = Arc<dyn Fn(Vec<Message>) -> BoxFuture<ConsumeOutcome> 
 
 /// An observer of the consumer's events.
 pub(crate) type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
-
-/// Bytes read from a socket at a time.
-const READ_CHUNK: usize = 64 * 1024;
 
 /// The request name the core gives commits in its `RequestFailed` events.
 const COMMIT_REQUEST: &str = "UPDATE_CONSUMER_OFFSET";
@@ -588,10 +585,16 @@ impl<R: Runtime> Io<'_, R> {
             if inputs.unbounded_send(Input::Connected(conn)).is_err() {
                 return;
             }
-            let (reader, writer) = stream.split();
-            let read = Box::pin(read_frames(conn, reader, inputs.clone()));
-            let write = Box::pin(write_frames(writer, queued));
-            future::select(read, write).await;
+            // Stops when the stream ends, fails or carries something that is not a frame, a
+            // write fails, the driver drops the sender, or the driver is gone.
+            connection::run(stream, queued, |command| {
+                if inputs.unbounded_send(Input::Frame(conn, command)).is_err() {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .await;
             let _ = inputs.unbounded_send(Input::Lost(conn));
         };
         self.runtime
@@ -681,55 +684,4 @@ fn trace_event(event: &Event) {
         Event::Closed(report) => tracing::info!(?report, "consumer closed"),
         _ => {}
     }
-}
-
-/// Decodes frames from `reader` into the input channel until the stream ends, fails or carries
-/// something that is not a frame.
-async fn read_frames(
-    conn: ConnId,
-    mut reader: impl AsyncRead + Unpin,
-    inputs: mpsc::UnboundedSender<Input>,
-) {
-    let mut decoder = FrameDecoder::default();
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    let mut chunk = vec![0; READ_CHUNK];
-    loop {
-        loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(command)) => {
-                    if inputs.unbounded_send(Input::Frame(conn, command)).is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => break,
-                Err(_) => return,
-            }
-        }
-        match reader.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
-/// Writes queued frames, flushing once the queue is empty, until a write fails or the driver
-/// drops the sender.
-async fn write_frames(
-    mut writer: impl AsyncWrite + Unpin,
-    mut queued: mpsc::UnboundedReceiver<Bytes>,
-) {
-    while let Some(frame) = queued.next().await {
-        if writer.write_all(&frame).await.is_err() {
-            return;
-        }
-        while let Ok(frame) = queued.try_recv() {
-            if writer.write_all(&frame).await.is_err() {
-                return;
-            }
-        }
-        if writer.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = writer.close().await;
 }

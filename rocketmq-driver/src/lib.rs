@@ -31,6 +31,7 @@
 //! `rocketmq_tokio::Producer::builder("g")`.
 
 mod client;
+mod connection;
 mod driver;
 mod lite_pull;
 mod offset_file;

@@ -17,25 +17,24 @@
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use consumer_core::config::ConsumeMode;
 use consumer_core::output::Polled;
-use consumer_core::{
-    ConfigError, ConsumerConfig, Event, FailureReason, MessageModel, MessageQueue, ShutdownReport,
-};
+use consumer_core::{ConfigError, Event, FailureReason, MessageQueue, ShutdownReport};
 use futures_channel::oneshot;
 use futures_util::FutureExt;
 use futures_util::stream::{FusedStream, Stream};
 use proto::message::Message;
 
+use crate::DriverStopped;
 use crate::driver::{EventSink, Input, PullCommand};
 use crate::runtime::Runtime;
-use crate::setup::{Setup, Spawned};
-use crate::{ConsumeFrom, DriverStopped};
+use crate::setup::{Setup, Spawned, setup_setters};
+#[cfg(doc)]
+use crate::{ConsumeFrom, ConsumerConfig};
 
 /// Messages the stream takes from the core at a time, by default.
 const DEFAULT_POLL_BATCH: usize = 32;
@@ -389,37 +388,19 @@ impl<R: Runtime> std::fmt::Debug for LitePullConsumerBuilder<R> {
 }
 
 impl<R: Runtime> LitePullConsumerBuilder<R> {
-    /// Adds a name server address (`host:port`); call again for more.
-    #[must_use]
-    pub fn name_server(mut self, addr: impl Into<String>) -> Self {
-        self.setup.config.name_servers.push(addr.into());
-        self
-    }
+    setup_setters! {
+        /// Adds a name server address (`host:port`); call again for more.
+        name_server;
 
-    /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`): the group's
-    /// members share its queues by rebalance. Call again for more topics. With
-    /// [`LitePullConsumerBuilder::assign`] on the same topic, the expression filters the
-    /// assigned queues.
-    #[must_use]
-    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
-        self.setup
-            .subscriptions
-            .push((topic.into(), expression.into(), false));
-        self
-    }
+        /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`): the group's
+        /// members share its queues by rebalance. Call again for more topics. With
+        /// [`LitePullConsumerBuilder::assign`] on the same topic, the expression filters the
+        /// assigned queues.
+        subscribe;
 
-    /// Subscribes to `topic` with an SQL92 expression over message properties, evaluated by
-    /// the broker (see `PushConsumerBuilder::subscribe_sql92`).
-    #[must_use]
-    pub fn subscribe_sql92(
-        mut self,
-        topic: impl Into<String>,
-        expression: impl Into<String>,
-    ) -> Self {
-        self.setup
-            .subscriptions
-            .push((topic.into(), expression.into(), true));
-        self
+        /// Subscribes to `topic` with an SQL92 expression over message properties, evaluated by
+        /// the broker (see `PushConsumerBuilder::subscribe_sql92`).
+        subscribe_sql92;
     }
 
     /// Reads exactly `queues`, without rebalancing them (Java's `assign`).
@@ -429,19 +410,13 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
         self
     }
 
-    /// Where queues without a committed offset start ([`ConsumeFrom::Last`] by default).
-    #[must_use]
-    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
-        self.setup.config.consume_from = from.into();
-        self
-    }
+    setup_setters! {
+        /// Where queues without a committed offset start ([`ConsumeFrom::Last`] by default).
+        consume_from;
 
-    /// Whether what the stream took is committed every `persist_interval` (5 s) on its own
-    /// (on by default). Off, only [`LitePullConsumer::commit`] and shutdown commit.
-    #[must_use]
-    pub fn auto_commit(mut self, on: bool) -> Self {
-        self.setup.config.auto_commit = on;
-        self
+        /// Whether what the stream took is committed every `persist_interval` (5 s) on its own
+        /// (on by default). Off, only [`LitePullConsumer::commit`] and shutdown commit.
+        auto_commit;
     }
 
     /// The most messages the stream takes from the consumer at a time (32 by default); see
@@ -452,26 +427,16 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
         self
     }
 
-    /// Every member reads every message, keeping its offsets in a local file (see
-    /// `PushConsumerBuilder::broadcasting`).
-    #[must_use]
-    pub fn broadcasting(mut self) -> Self {
-        self.setup.config.message_model = MessageModel::Broadcasting;
-        self
-    }
+    setup_setters! {
+        /// Every member reads every message, keeping its offsets in a local file (see
+        /// `PushConsumerBuilder::broadcasting`).
+        broadcasting;
 
-    /// The directory of broadcasting offset files (`$HOME/.rocketmq_offsets` by default).
-    #[must_use]
-    pub fn offset_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.setup.offset_dir = Some(dir.into());
-        self
-    }
+        /// The directory of broadcasting offset files (`$HOME/.rocketmq_offsets` by default).
+        offset_dir;
 
-    /// The IP address in the client id (see `PushConsumerBuilder::client_ip`).
-    #[must_use]
-    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
-        self.setup.client_ip = Some(ip.into());
-        self
+        /// The IP address in the client id (see `PushConsumerBuilder::client_ip`).
+        client_ip;
     }
 
     /// Calls `observer` with every [`Event`] the consumer reports, on the driver task: it must
@@ -482,12 +447,10 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
         self
     }
 
-    /// Adjusts any other knob of the core's [`ConsumerConfig`] (cache limits, intervals...).
-    /// The consume mode stays poll mode.
-    #[must_use]
-    pub fn configure(mut self, adjust: impl FnOnce(&mut ConsumerConfig)) -> Self {
-        adjust(&mut self.setup.config);
-        self
+    setup_setters! {
+        /// Adjusts any other knob of the core's [`ConsumerConfig`] (cache limits, intervals...).
+        /// The consume mode stays poll mode.
+        configure;
     }
 
     /// Checks the configuration, creates the consumer and starts it: spawns its driver task

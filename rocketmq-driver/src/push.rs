@@ -2,17 +2,18 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use consumer_core::config::ConsumeMode;
-use consumer_core::{ConfigError, ConsumeOutcome, ConsumerConfig, Event, MessageModel};
+use consumer_core::{ConfigError, ConsumeOutcome, Event};
 use proto::message::Message;
 
 use crate::driver::{EventSink, Handler};
 use crate::runtime::Runtime;
-use crate::setup::{Checked, Setup, Spawned};
-use crate::{ConsumeFrom, DriverStopped, ShutdownReport};
+use crate::setup::{Checked, Setup, Spawned, setup_setters};
+#[cfg(doc)]
+use crate::{ConsumeFrom, ConsumerConfig};
+use crate::{DriverStopped, ShutdownReport};
 
 /// A push consumer, configured and not yet running. Build it with [`PushConsumer::builder`],
 /// then start it with [`PushConsumer::start_concurrently`] or [`PushConsumer::start_orderly`].
@@ -128,90 +129,48 @@ impl<R: Runtime> std::fmt::Debug for PushConsumerBuilder<R> {
 }
 
 impl<R: Runtime> PushConsumerBuilder<R> {
-    /// Adds a name server address (`host:port`); call again for more.
-    #[must_use]
-    pub fn name_server(mut self, addr: impl Into<String>) -> Self {
-        self.setup.config.name_servers.push(addr.into());
-        self
-    }
+    setup_setters! {
+        /// Adds a name server address (`host:port`); call again for more.
+        name_server;
 
-    /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`); call again for more
-    /// topics.
-    #[must_use]
-    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
-        self.setup
-            .subscriptions
-            .push((topic.into(), expression.into(), false));
-        self
-    }
+        /// Subscribes to `topic` with a tag expression (`*`, or `TagA || TagB`); call again for
+        /// more topics.
+        subscribe;
 
-    /// Subscribes to `topic` with an SQL92 expression over message properties, evaluated by
-    /// the broker (which must run with `enablePropertyFilter=true`; otherwise the subscription
-    /// is dropped with `Event::SubscriptionRejected`).
-    #[must_use]
-    pub fn subscribe_sql92(
-        mut self,
-        topic: impl Into<String>,
-        expression: impl Into<String>,
-    ) -> Self {
-        self.setup
-            .subscriptions
-            .push((topic.into(), expression.into(), true));
-        self
-    }
+        /// Subscribes to `topic` with an SQL92 expression over message properties, evaluated by
+        /// the broker (which must run with `enablePropertyFilter=true`; otherwise the subscription
+        /// is dropped with `Event::SubscriptionRejected`).
+        subscribe_sql92;
 
-    /// Where queues without a committed offset start ([`ConsumeFrom::Last`] by default).
-    #[must_use]
-    pub fn consume_from(mut self, from: ConsumeFrom) -> Self {
-        self.setup.config.consume_from = from.into();
-        self
-    }
+        /// Where queues without a committed offset start ([`ConsumeFrom::Last`] by default).
+        consume_from;
 
-    /// Every member of the group gets every message (Java's `BROADCASTING`), instead of each
-    /// message going to one member. Each member keeps its offsets in a local file,
-    /// `<offset_dir>/<group>/offsets.json` (Java's format), read when the consumer is built
-    /// and replaced atomically every `persist_interval` (5 s) and at shutdown; a member
-    /// restarted with the same directory resumes where it stopped. Failed messages are not
-    /// sent back: they are delivered again locally until `max_reconsume_times`, then dropped.
-    #[must_use]
-    pub fn broadcasting(mut self) -> Self {
-        self.setup.config.message_model = MessageModel::Broadcasting;
-        self
-    }
+        /// Every member of the group gets every message (Java's `BROADCASTING`), instead of each
+        /// message going to one member. Each member keeps its offsets in a local file,
+        /// `<offset_dir>/<group>/offsets.json` (Java's format), read when the consumer is built
+        /// and replaced atomically every `persist_interval` (5 s) and at shutdown; a member
+        /// restarted with the same directory resumes where it stopped. Failed messages are not
+        /// sent back: they are delivered again locally until `max_reconsume_times`, then dropped.
+        broadcasting;
 
-    /// The directory of broadcasting offset files: `$HOME/.rocketmq_offsets` by default (the
-    /// system's temporary directory when there is no `HOME`).
-    #[must_use]
-    pub fn offset_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.setup.offset_dir = Some(dir.into());
-        self
-    }
+        /// The directory of broadcasting offset files: `$HOME/.rocketmq_offsets` by default (the
+        /// system's temporary directory when there is no `HOME`).
+        offset_dir;
 
-    /// How many times a failed message is delivered again before it goes to the group's
-    /// dead-letter queue `%DLQ%<group>` (broadcasting: before it is dropped). Java's defaults
-    /// when unset: 16 for concurrent handlers, unlimited for orderly ones.
-    #[must_use]
-    pub fn max_reconsume_times(mut self, times: i32) -> Self {
-        self.setup.config.max_reconsume_times = Some(times);
-        self
-    }
+        /// How many times a failed message is delivered again before it goes to the group's
+        /// dead-letter queue `%DLQ%<group>` (broadcasting: before it is dropped). Java's defaults
+        /// when unset: 16 for concurrent handlers, unlimited for orderly ones.
+        max_reconsume_times;
 
-    /// The IP address in the client id. By default it is `127.0.0.1` when the first name server
-    /// is on loopback or named by a host name (no DNS lookup is made for this), else the local
-    /// address the system would use to reach that name server. It only names this client to the
-    /// brokers; uniqueness comes from the `pid#start_nanos` that follows it.
-    #[must_use]
-    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
-        self.setup.client_ip = Some(ip.into());
-        self
-    }
+        /// The IP address in the client id. By default it is `127.0.0.1` when the first name server
+        /// is on loopback or named by a host name (no DNS lookup is made for this), else the local
+        /// address the system would use to reach that name server. It only names this client to the
+        /// brokers; uniqueness comes from the `pid#start_nanos` that follows it.
+        client_ip;
 
-    /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
-    /// cache limits, intervals...). The consume mode is set by the `start_*` method.
-    #[must_use]
-    pub fn configure(mut self, adjust: impl FnOnce(&mut ConsumerConfig)) -> Self {
-        adjust(&mut self.setup.config);
-        self
+        /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
+        /// cache limits, intervals...). The consume mode is set by the `start_*` method.
+        configure;
     }
 
     /// Checks the configuration and subscriptions, reads the broadcasting offset file, and

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::driver::{Driver, EventSink, Handler, Input};
 use crate::offset_file::{self, OffsetFile};
 use crate::runtime::Runtime;
-use crate::{DriverStopped, ShutdownReport};
+use crate::{ConsumeFrom, DriverStopped, ShutdownReport};
 
 /// How much longer than the consumer's own request timeout an application request waits for
 /// the brokers: the answer's trip back through the driver.
@@ -48,6 +48,54 @@ impl Setup {
             client_ip: None,
             offset_dir: None,
         }
+    }
+
+    // The setters behind the builders' methods (see `setup_setters!`).
+
+    pub(crate) fn name_server(&mut self, addr: impl Into<String>) {
+        self.config.name_servers.push(addr.into());
+    }
+
+    pub(crate) fn subscribe(&mut self, topic: impl Into<String>, expression: impl Into<String>) {
+        self.subscriptions
+            .push((topic.into(), expression.into(), false));
+    }
+
+    pub(crate) fn subscribe_sql92(
+        &mut self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) {
+        self.subscriptions
+            .push((topic.into(), expression.into(), true));
+    }
+
+    pub(crate) fn consume_from(&mut self, from: ConsumeFrom) {
+        self.config.consume_from = from.into();
+    }
+
+    pub(crate) fn auto_commit(&mut self, on: bool) {
+        self.config.auto_commit = on;
+    }
+
+    pub(crate) fn broadcasting(&mut self) {
+        self.config.message_model = MessageModel::Broadcasting;
+    }
+
+    pub(crate) fn offset_dir(&mut self, dir: impl Into<PathBuf>) {
+        self.offset_dir = Some(dir.into());
+    }
+
+    pub(crate) fn max_reconsume_times(&mut self, times: i32) {
+        self.config.max_reconsume_times = Some(times);
+    }
+
+    pub(crate) fn client_ip(&mut self, ip: impl Into<String>) {
+        self.client_ip = Some(ip.into());
+    }
+
+    pub(crate) fn configure(&mut self, adjust: impl FnOnce(&mut ConsumerConfig)) {
+        adjust(&mut self.config);
     }
 
     /// Reads the broadcasting offset file and picks the client id. What the core refuses is
@@ -198,3 +246,82 @@ pub(crate) fn local_ip(name_server: &str) -> IpAddr {
         })
         .map_or(loopback, |local| local.ip())
 }
+
+/// Generates the builder methods that only change the builder's `setup: Setup` field, each
+/// calling the [`Setup`] method of its name, so the push and lite pull builders share them. A
+/// builder names the ones it has, in the order its docs list them, each with its own doc
+/// comment:
+///
+/// ```text
+/// setup_setters! {
+///     /// Adds a name server address (`host:port`); call again for more.
+///     name_server;
+///     /// Where queues without a committed offset start.
+///     consume_from;
+/// }
+/// ```
+macro_rules! setup_setters {
+    () => {};
+    // Each name gives its method's parameters to `@method`.
+    ($(#[$doc:meta])* name_server; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] name_server(addr: impl Into<String>));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* subscribe; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] subscribe(
+            topic: impl Into<String>,
+            expression: impl Into<String>
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* subscribe_sql92; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] subscribe_sql92(
+            topic: impl Into<String>,
+            expression: impl Into<String>
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* consume_from; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] consume_from(
+            from: $crate::ConsumeFrom
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* auto_commit; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] auto_commit(on: bool));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* broadcasting; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] broadcasting());
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* offset_dir; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] offset_dir(
+            dir: impl Into<std::path::PathBuf>
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* max_reconsume_times; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] max_reconsume_times(times: i32));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* client_ip; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] client_ip(ip: impl Into<String>));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* configure; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] configure(
+            adjust: impl FnOnce(&mut consumer_core::ConsumerConfig)
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    (@method [$($doc:tt)*] $name:ident($($arg:ident: $ty:ty),*)) => {
+        $($doc)*
+        #[must_use]
+        pub fn $name(mut self, $($arg: $ty),*) -> Self {
+            self.setup.$name($($arg),*);
+            self
+        }
+    };
+}
+pub(crate) use setup_setters;

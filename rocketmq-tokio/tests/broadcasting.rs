@@ -3,17 +3,13 @@
 
 #[path = "../../rocketmq-driver/tests/support/broadcasting.rs"]
 mod broadcasting;
+mod support;
 
 #[test]
 fn tokio_every_member_gets_everything_and_resumes_from_its_file() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(
-            broadcasting::every_member_gets_everything_and_resumes_from_its_file::<
-                rocketmq_tokio::TokioRuntime,
-            >("tokio-broadcasting"),
-        );
+    support::block_on(
+        broadcasting::every_member_gets_everything_and_resumes_from_its_file::<
+            rocketmq_tokio::TokioRuntime,
+        >("tokio-broadcasting"),
+    );
 }

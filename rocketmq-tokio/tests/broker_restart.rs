@@ -3,15 +3,11 @@
 
 #[path = "../../rocketmq-driver/tests/support/broker_restart.rs"]
 mod broker_restart;
+mod support;
 
 #[test]
 fn tokio_nothing_lost_when_the_broker_is_killed() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(broker_restart::nothing_lost_when_the_broker_is_killed::<
-            rocketmq_tokio::TokioRuntime,
-        >("tokio-restart"));
+    support::block_on(broker_restart::nothing_lost_when_the_broker_is_killed::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-restart"));
 }

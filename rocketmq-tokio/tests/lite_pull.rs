@@ -3,15 +3,11 @@
 
 #[path = "../../rocketmq-driver/tests/support/lite_pull.rs"]
 mod lite_pull;
+mod support;
 
 #[test]
 fn tokio_reads_pauses_commits_and_seeks() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(lite_pull::reads_pauses_commits_and_seeks::<
-            rocketmq_tokio::TokioRuntime,
-        >("tokio-lite_pull"));
+    support::block_on(lite_pull::reads_pauses_commits_and_seeks::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-lite_pull"));
 }

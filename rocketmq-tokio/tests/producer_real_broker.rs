@@ -4,15 +4,11 @@
 
 #[path = "../../rocketmq-driver/tests/support/producer_order.rs"]
 mod producer_order;
+mod support;
 
 #[test]
 fn tokio_producer_keeps_per_key_order() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(producer_order::sharded_sends_keep_per_key_order::<
-            rocketmq_tokio::TokioRuntime,
-        >("tokio-producer"));
+    support::block_on(producer_order::sharded_sends_keep_per_key_order::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-producer"));
 }

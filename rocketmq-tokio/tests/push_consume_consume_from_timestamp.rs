@@ -3,17 +3,13 @@
 
 #[path = "../../rocketmq-driver/tests/support/consume_from_timestamp.rs"]
 mod consume_from_timestamp;
+mod support;
 
 #[test]
 fn tokio_starts_at_the_first_message_stored_after_the_timestamp() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(
-            consume_from_timestamp::starts_at_the_first_message_stored_after_the_timestamp::<
-                rocketmq_tokio::TokioRuntime,
-            >("tokio-consume_from_timestamp"),
-        );
+    support::block_on(
+        consume_from_timestamp::starts_at_the_first_message_stored_after_the_timestamp::<
+            rocketmq_tokio::TokioRuntime,
+        >("tokio-consume_from_timestamp"),
+    );
 }

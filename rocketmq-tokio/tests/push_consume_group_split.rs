@@ -3,15 +3,11 @@
 
 #[path = "../../rocketmq-driver/tests/support/group_split.rs"]
 mod group_split;
+mod support;
 
 #[test]
 fn tokio_two_members_split_then_one_takes_over() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(group_split::two_members_split_then_one_takes_over::<
-            rocketmq_tokio::TokioRuntime,
-        >("tokio-group_split"));
+    support::block_on(group_split::two_members_split_then_one_takes_over::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-group_split"));
 }

@@ -3,16 +3,12 @@
 
 #[path = "../../rocketmq-driver/tests/support/real_broker.rs"]
 mod real_broker;
+mod support;
 
 use rocketmq_tokio::TokioRuntime;
 
 #[test]
 fn tokio_push_consumer_consumes_everything_from_the_real_broker() {
     let produced = real_broker::produce("tokio-push");
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(real_broker::consume_all::<TokioRuntime>(produced));
+    support::block_on(real_broker::consume_all::<TokioRuntime>(produced));
 }

@@ -3,15 +3,11 @@
 
 #[path = "../../rocketmq-driver/tests/support/resume_committed.rs"]
 mod resume_committed;
+mod support;
 
 #[test]
 fn tokio_restart_resumes_from_committed_offsets() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(resume_committed::restart_resumes_from_committed_offsets::<
-            rocketmq_tokio::TokioRuntime,
-        >("tokio-resume_committed"));
+    support::block_on(resume_committed::restart_resumes_from_committed_offsets::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-resume_committed"));
 }

@@ -3,17 +3,13 @@
 
 #[path = "../../rocketmq-driver/tests/support/reconsume.rs"]
 mod reconsume;
+mod support;
 
 #[test]
 fn tokio_failed_messages_retry_then_reach_the_dead_letter_queue() {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(
-            reconsume::failed_messages_retry_then_reach_the_dead_letter_queue::<
-                rocketmq_tokio::TokioRuntime,
-            >("tokio-reconsume"),
-        );
+    support::block_on(
+        reconsume::failed_messages_retry_then_reach_the_dead_letter_queue::<
+            rocketmq_tokio::TokioRuntime,
+        >("tokio-reconsume"),
+    );
 }

@@ -1,6 +1,7 @@
 //! Shared by the `rmq` tests that run against the real local broker (`scripts/broker start`,
 //! `NAMESRV_ADDR`): running the binary, and fresh names for a run.
 
+use std::ffi::OsStr;
 use std::process::Command;
 
 use serde_json::Value;
@@ -8,8 +9,15 @@ use serde_json::Value;
 /// Runs `rmq` with `args`; returns whether it succeeded, its stdout parsed as one JSON value a
 /// line, and its stderr.
 pub(crate) fn rmq(args: &[&str]) -> (bool, Vec<Value>, String) {
+    rmq_with_env(args, &[])
+}
+
+/// Runs `rmq` with `args` and the environment variables `env` set (`("HOME", dir)`); returns
+/// what [`rmq`] returns.
+pub(crate) fn rmq_with_env(args: &[&str], env: &[(&str, &OsStr)]) -> (bool, Vec<Value>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rmq"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("rmq runs");
     let lines = String::from_utf8(out.stdout)
@@ -49,15 +57,17 @@ pub(crate) fn create_topic(topic: &str, queues: u32) {
 }
 
 /// Runs `rmq consume` of `topic` as `group` from the first offset, with `more` arguments (a
-/// count, an idle exit, a runtime); returns what [`rmq`] returns.
+/// count, an idle exit, a runtime) and the environment variables `env` set; returns what
+/// [`rmq`] returns.
 pub(crate) fn consume_from_first(
     group: &str,
     topic: &str,
     more: &[&str],
+    env: &[(&str, &OsStr)],
 ) -> (bool, Vec<Value>, String) {
     let mut args = vec![
         "consume", "--group", group, "--topic", topic, "--from", "first",
     ];
     args.extend_from_slice(more);
-    rmq(&args)
+    rmq_with_env(&args, env)
 }

@@ -12,7 +12,7 @@ mod broker_scenario;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use broker_scenario::{Topic, start};
+use broker_scenario::{Topic, sleep, start};
 use driver::prelude::*;
 use rocketmq_tests::unique;
 
@@ -46,6 +46,22 @@ async fn send_until_stored<R: Runtime>(producer: &driver::Producer<R>, topic: &s
     panic!("the broker never stored {body}");
 }
 
+/// Sends [`PER_PHASE`] messages with bodies `{topic}/{phase}/{i}`, one after the other, each
+/// until the broker stored it; returns their bodies.
+async fn send_phase<R: Runtime>(
+    producer: &driver::Producer<R>,
+    topic: &Topic,
+    phase: &str,
+) -> BTreeSet<String> {
+    let mut bodies = BTreeSet::new();
+    for i in 0..PER_PHASE {
+        let body = format!("{}/{phase}/{i}", topic.name);
+        send_until_stored(producer, &topic.name, body.clone()).await;
+        bodies.insert(body);
+    }
+    bodies
+}
+
 /// The scenario on runtime `R`.
 pub(crate) async fn nothing_lost_when_the_broker_is_killed<R: Runtime>(prefix: &str) {
     let topic = Topic::create(prefix, 4);
@@ -54,28 +70,15 @@ pub(crate) async fn nothing_lost_when_the_broker_is_killed<R: Runtime>(prefix: &
         .build()
         .expect("a valid producer configuration");
     let mut consuming = start::<R>(&topic, &unique("restart"), "*", ConsumeFrom::First);
-    let mut before = BTreeSet::new();
-    for i in 0..PER_PHASE {
-        let body = format!("{}/before/{i}", topic.name);
-        send_until_stored(&producer, &topic.name, body.clone()).await;
-        before.insert(body);
-    }
+    let before = send_phase(&producer, &topic, "before").await;
     consuming.until::<R>(&before).await;
 
     broker("kill");
     // While it is down: sends fail and pulls fail; nothing here may be lost later.
-    let runtime = R::default();
-    runtime
-        .sleep_until(runtime.now() + Duration::from_secs(2))
-        .await;
+    sleep::<R>(Duration::from_secs(2)).await;
     broker("revive");
 
-    let mut after = BTreeSet::new();
-    for i in 0..PER_PHASE {
-        let body = format!("{}/after/{i}", topic.name);
-        send_until_stored(&producer, &topic.name, body.clone()).await;
-        after.insert(body);
-    }
+    let after = send_phase(&producer, &topic, "after").await;
     // Panics with the missing bodies if any never arrives.
     consuming.until::<R>(&after).await;
     consuming.shutdown().await;

@@ -66,25 +66,14 @@ impl Topic {
         count: usize,
         adjust: impl Fn(usize, &mut OutgoingMessage),
     ) -> BTreeSet<String> {
-        let mut client = BlockingClient::connect(&self.broker, TIMEOUT)
-            .unwrap_or_else(|e| panic!("connect to the broker at {}: {e}", self.broker));
+        let mut client = self.client();
         let mut bodies = BTreeSet::new();
         for i in 0..count {
             let body = format!("{}/{batch}/{i}", self.name);
             let mut message = OutgoingMessage::new(self.name.clone(), body.clone());
             adjust(i, &mut message);
             let queue = i32::try_from(i).unwrap_or(0) % self.queues;
-            let header = send_header(&self.name, queue, 0, message.encoded_properties());
-            let request =
-                Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(body.clone());
-            let response = client
-                .call(request, TIMEOUT)
-                .unwrap_or_else(|e| panic!("send {body}: {e}"));
-            assert_eq!(
-                response.response_code(),
-                ResponseCode::SUCCESS,
-                "send {body}: {response:?}"
-            );
+            self.send_message(&mut client, queue, &message, &body);
             bodies.insert(body);
         }
         bodies
@@ -127,6 +116,18 @@ impl Topic {
         if let Some(keys) = keys {
             message.set_keys(keys);
         }
+        self.send_message(client, queue, &message, body);
+    }
+
+    /// Sends `message`, whose body is `body`, to queue `queue` over `client`, and checks that
+    /// the broker stored it.
+    fn send_message(
+        &self,
+        client: &mut BlockingClient,
+        queue: i32,
+        message: &OutgoingMessage,
+        body: &str,
+    ) {
         let header = send_header(&self.name, queue, 0, message.encoded_properties());
         let request =
             Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(body.to_owned());
@@ -202,10 +203,55 @@ pub(crate) fn builder<R: Runtime>(
     expression: &str,
     from: ConsumeFrom,
 ) -> driver::PushConsumerBuilder<R> {
+    builder_at(&topic.namesrv, &topic.name, group, expression, from)
+}
+
+/// [`builder`] for a topic made elsewhere, known by the name server at `namesrv`.
+pub(crate) fn builder_at<R: Runtime>(
+    namesrv: &str,
+    topic: &str,
+    group: &str,
+    expression: &str,
+    from: ConsumeFrom,
+) -> driver::PushConsumerBuilder<R> {
     driver::PushConsumer::<R>::builder(group)
-        .name_server(topic.namesrv.clone())
-        .subscribe(topic.name.clone(), expression)
+        .name_server(namesrv)
+        .subscribe(topic, expression)
         .consume_from(from)
+}
+
+/// Builds the consumer `builder` configures, tracking the queues of `topic` it owns.
+pub(crate) fn build_tracked<R: Runtime>(
+    topic: &Topic,
+    builder: driver::PushConsumerBuilder<R>,
+) -> (driver::PushConsumer<R>, Owned) {
+    let owned = Owned::default();
+    let consumer = builder
+        .build()
+        .expect("the consumer's configuration is valid")
+        .on_event(owned.tracker(&topic.name));
+    (consumer, owned)
+}
+
+/// Starts `consumer` with concurrent handlers that send `forward(message)` for every message
+/// to the returned channel and acknowledge it.
+pub(crate) fn start_forwarding<R: Runtime, T: Send + 'static>(
+    consumer: driver::PushConsumer<R>,
+    forward: impl Fn(&Message) -> T + Send + Sync + 'static,
+) -> (RunningConsumer, UnboundedReceiver<T>) {
+    let (tx, forwarded) = futures_channel::mpsc::unbounded::<T>();
+    let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+        for message in &messages {
+            let _ = tx.unbounded_send(forward(message));
+        }
+        future::ready(ConsumeOutcome::Success)
+    });
+    (running, forwarded)
+}
+
+/// A message's body, as text.
+pub(crate) fn body_of(message: &Message) -> String {
+    String::from_utf8_lossy(message.body()).into_owned()
 }
 
 /// Starts the consumer `builder` configures with concurrent handlers that forward every body
@@ -214,26 +260,26 @@ pub(crate) fn start_built<R: Runtime>(
     topic: &Topic,
     builder: driver::PushConsumerBuilder<R>,
 ) -> Consuming {
-    let (tx, bodies) = futures_channel::mpsc::unbounded::<String>();
-    let owned = Owned::default();
-    let running = builder
-        .build()
-        .expect("the consumer's configuration is valid")
-        .on_event(owned.tracker(&topic.name))
-        .start_concurrently(move |messages: Vec<Message>| {
-            let tx = tx.clone();
-            async move {
-                for message in messages {
-                    let _ = tx.unbounded_send(String::from_utf8_lossy(message.body()).into_owned());
-                }
-                ConsumeOutcome::Success
-            }
-        });
+    let (consumer, owned) = build_tracked(topic, builder);
+    let (running, bodies) = start_forwarding(consumer, body_of);
     Consuming {
         running,
         owned,
         bodies,
     }
+}
+
+/// Shuts `running` down and returns its report, checking that every commit was confirmed.
+pub(crate) async fn shutdown_committed(running: RunningConsumer) -> ShutdownReport {
+    let report = running
+        .shutdown()
+        .await
+        .expect("the consumer shuts down and reports");
+    assert!(
+        report.uncommitted.is_empty(),
+        "queues left uncommitted: {report:?}"
+    );
+    report
 }
 
 impl Owned {
@@ -323,16 +369,7 @@ impl Consuming {
     /// Shuts the consumer down and returns its report, checking that every commit was
     /// confirmed.
     pub(crate) async fn shutdown(self) -> ShutdownReport {
-        let report = self
-            .running
-            .shutdown()
-            .await
-            .expect("the consumer shuts down and reports");
-        assert!(
-            report.uncommitted.is_empty(),
-            "queues left uncommitted: {report:?}"
-        );
-        report
+        shutdown_committed(self.running).await
     }
 }
 

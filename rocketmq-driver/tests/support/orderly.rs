@@ -17,7 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use broker_scenario::{Owned, Topic, WAIT, builder, sleep, wait_for};
+use broker_scenario::{
+    Owned, Topic, WAIT, build_tracked, builder, shutdown_committed, sleep, wait_for,
+};
 use driver::prelude::*;
 use rocketmq_tests::unique;
 
@@ -89,49 +91,46 @@ impl Log {
         group: &str,
         member: char,
     ) -> (RunningConsumer, Owned) {
-        let owned = Owned::default();
         let log = self.clone();
-        let running = builder::<R>(topic, group, "*", ConsumeFrom::First)
-            .build()
-            .expect("the consumer's configuration is valid")
-            .on_event(owned.tracker(&topic.name))
-            .start_orderly(move |messages: Vec<Message>| {
-                let log = log.clone();
-                async move {
-                    let Some(queue) = messages.first().map(Message::queue_id) else {
-                        return ConsumeOutcome::Success;
-                    };
-                    log.enter(member, queue);
-                    let parsed: Vec<(i64, String, u32)> = messages
-                        .iter()
-                        .map(|m| {
-                            let body = String::from_utf8_lossy(m.body()).into_owned();
-                            let (key, seq) = parse(&body);
-                            (m.queue_offset(), key, seq)
-                        })
-                        .collect();
-                    for (offset, key, seq) in &parsed {
-                        log.push(Step::Start {
-                            member,
-                            queue,
-                            offset: *offset,
-                            key: key.clone(),
-                            seq: *seq,
-                        });
-                    }
-                    sleep::<R>(HANDLER_TIME).await;
-                    for (offset, key, seq) in parsed {
-                        log.push(Step::Ack {
-                            queue,
-                            offset,
-                            key,
-                            seq,
-                        });
-                    }
-                    log.leave(queue);
-                    ConsumeOutcome::Success
+        let (consumer, owned) =
+            build_tracked(topic, builder::<R>(topic, group, "*", ConsumeFrom::First));
+        let running = consumer.start_orderly(move |messages: Vec<Message>| {
+            let log = log.clone();
+            async move {
+                let Some(queue) = messages.first().map(Message::queue_id) else {
+                    return ConsumeOutcome::Success;
+                };
+                log.enter(member, queue);
+                let parsed: Vec<(i64, String, u32)> = messages
+                    .iter()
+                    .map(|m| {
+                        let body = String::from_utf8_lossy(m.body()).into_owned();
+                        let (key, seq) = parse(&body);
+                        (m.queue_offset(), key, seq)
+                    })
+                    .collect();
+                for (offset, key, seq) in &parsed {
+                    log.push(Step::Start {
+                        member,
+                        queue,
+                        offset: *offset,
+                        key: key.clone(),
+                        seq: *seq,
+                    });
                 }
-            });
+                sleep::<R>(HANDLER_TIME).await;
+                for (offset, key, seq) in parsed {
+                    log.push(Step::Ack {
+                        queue,
+                        offset,
+                        key,
+                        seq,
+                    });
+                }
+                log.leave(queue);
+                ConsumeOutcome::Success
+            }
+        });
         (running, owned)
     }
 
@@ -262,14 +261,7 @@ pub(crate) async fn per_key_order_holds_while_a_member_joins<R: Runtime>(prefix:
     }
     producer.join().expect("the producer thread finished");
     for running in [first, second] {
-        let report = running
-            .shutdown()
-            .await
-            .expect("the consumer shuts down and reports");
-        assert!(
-            report.uncommitted.is_empty(),
-            "queues left uncommitted: {report:?}"
-        );
+        shutdown_committed(running).await;
     }
 
     let overlaps = log.overlaps.lock().map(|o| o.clone()).unwrap_or_default();

@@ -12,9 +12,12 @@
 //!
 //! Needs `scripts/broker start` and `NAMESRV_ADDR`; fails (never skips) without them.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+#[path = "broker_scenario.rs"]
+mod broker_scenario;
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use broker_scenario::{WAIT, body_of, builder_at, start_forwarding};
 use consumer_core::producer::shard_index;
 use driver::prelude::*;
 use futures_util::StreamExt;
@@ -29,8 +32,6 @@ const KEYS: usize = 6;
 const PER_KEY: usize = 25;
 /// Messages in the sharded batch.
 const BATCH: usize = 5;
-/// How long consuming everything back may take.
-const WAIT: Duration = Duration::from_secs(60);
 
 /// What a received message says about itself.
 #[derive(Debug)]
@@ -175,35 +176,26 @@ pub(crate) async fn sharded_sends_keep_per_key_order<R: Runtime>(prefix: &str) {
 /// Consumes `topic` from its first offset with a new group until `count` distinct messages
 /// arrived, and returns them.
 async fn consume_all<R: Runtime>(namesrv: &str, topic: &str, count: usize) -> Vec<Received> {
-    let (tx, mut rx) = futures_channel::mpsc::unbounded::<Received>();
-    let running = driver::PushConsumer::<R>::builder(unique("producer-test-consumer"))
-        .name_server(namesrv)
-        .subscribe(topic, "*")
-        .consume_from(ConsumeFrom::First)
+    let group = unique("producer-test-consumer");
+    let consumer = builder_at::<R>(namesrv, topic, &group, "*", ConsumeFrom::First)
         .build()
-        .expect("the consumer's configuration is valid")
-        .start_concurrently(move |messages: Vec<Message>| {
-            let tx = tx.clone();
-            async move {
-                for message in messages {
-                    let body = String::from_utf8_lossy(message.body()).into_owned();
-                    let seq = body
-                        .rsplit('/')
-                        .next()
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or_else(|| panic!("no sequence number in {body:?}"));
-                    let _ = tx.unbounded_send(Received {
-                        key: message
-                            .property(consumer_core::producer::SHARDING_KEY)
-                            .map(str::to_owned),
-                        seq,
-                        queue_id: message.queue_id(),
-                        offset: message.queue_offset(),
-                    });
-                }
-                ConsumeOutcome::Success
-            }
-        });
+        .expect("the consumer's configuration is valid");
+    let (running, mut rx) = start_forwarding(consumer, |message| {
+        let body = body_of(message);
+        let seq = body
+            .rsplit('/')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no sequence number in {body:?}"));
+        Received {
+            key: message
+                .property(consumer_core::producer::SHARDING_KEY)
+                .map(str::to_owned),
+            seq,
+            queue_id: message.queue_id(),
+            offset: message.queue_offset(),
+        }
+    });
     let runtime = R::default();
     let mut deadline = runtime.sleep_until(runtime.now() + WAIT);
     let mut received = BTreeMap::new();

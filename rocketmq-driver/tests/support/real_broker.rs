@@ -3,16 +3,17 @@
 //! new topic with the blocking client, consume them all with a `PushConsumer` on the adapter's
 //! runtime, shut down, and check the bodies and the committed offsets.
 
+#[path = "broker_scenario.rs"]
+mod broker_scenario;
+
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use broker_scenario::{Topic, body_of, builder, start_forwarding};
 use driver::prelude::*;
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
-use proto::message::OutgoingMessage;
-use proto::{Command, RequestCode, ResponseCode};
-use rmq_cli::blocking::BlockingClient;
-use rocketmq_tests::{TIMEOUT, any_broker, create_topic, namesrv, send_header, unique};
+use rocketmq_tests::unique;
 
 /// Messages produced and expected back.
 pub(crate) const MESSAGES: usize = 200;
@@ -23,71 +24,27 @@ const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A topic filled with messages.
 pub(crate) struct Produced {
-    namesrv: String,
-    topic: String,
+    topic: Topic,
     bodies: BTreeSet<String>,
 }
 
 /// Creates a unique topic and sends [`MESSAGES`] messages to it, spread over its queues.
 /// Fails the test when the cluster is not running (see `rocketmq_tests::namesrv`).
 pub(crate) fn produce(prefix: &str) -> Produced {
-    let namesrv = namesrv();
-    let broker = any_broker(&namesrv);
-    let topic = unique(prefix);
-    create_topic(&namesrv, &broker, &topic, QUEUES);
-    let mut client = BlockingClient::connect(&broker, TIMEOUT)
-        .unwrap_or_else(|e| panic!("connect to the broker at {broker}: {e}"));
-    let mut bodies = BTreeSet::new();
-    for i in 0..MESSAGES {
-        let body = format!("{topic}/{i}");
-        let message = OutgoingMessage::new(topic.clone(), body.clone());
-        let queue = i32::try_from(i).unwrap_or(0) % QUEUES;
-        let header = send_header(&topic, queue, 0, message.encoded_properties());
-        let request =
-            Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(body.clone());
-        let response = client
-            .call(request, TIMEOUT)
-            .unwrap_or_else(|e| panic!("send {i}: {e}"));
-        assert_eq!(
-            response.response_code(),
-            ResponseCode::SUCCESS,
-            "send {i}: {response:?}"
-        );
-        bodies.insert(body);
-    }
-    Produced {
-        namesrv,
-        topic,
-        bodies,
-    }
+    let topic = Topic::create(prefix, QUEUES);
+    let bodies = topic.send("push", MESSAGES, None);
+    Produced { topic, bodies }
 }
 
 /// Consumes `produced` from the first offset with a new group on runtime `R`, shuts down, and
 /// checks that every body arrived and that the final commit covers every message.
 pub(crate) async fn consume_all<R: Runtime>(produced: Produced) {
-    let Produced {
-        namesrv,
-        topic,
-        bodies,
-    } = produced;
-    let (tx, mut rx) = futures_channel::mpsc::unbounded::<String>();
+    let Produced { topic, bodies } = produced;
     let started = Instant::now();
-    let running = driver::PushConsumer::<R>::builder(unique("push-consume"))
-        .name_server(namesrv)
-        .subscribe(topic.clone(), "*")
-        .consume_from(ConsumeFrom::First)
+    let consumer = builder::<R>(&topic, &unique("push-consume"), "*", ConsumeFrom::First)
         .build()
-        .expect("the consumer's configuration is valid")
-        .start_concurrently(move |messages: Vec<Message>| {
-            let tx = tx.clone();
-            async move {
-                for message in messages {
-                    let body = String::from_utf8_lossy(message.body()).into_owned();
-                    let _ = tx.unbounded_send(body);
-                }
-                ConsumeOutcome::Success
-            }
-        });
+        .expect("the consumer's configuration is valid");
+    let (running, mut rx) = start_forwarding(consumer, body_of);
 
     let runtime = R::default();
     let mut deadline = runtime.sleep_until(runtime.now() + CONSUME_TIMEOUT);
@@ -124,7 +81,7 @@ pub(crate) async fn consume_all<R: Runtime>(produced: Produced) {
     let committed: Vec<_> = report
         .committed
         .iter()
-        .filter(|(queue, _)| queue.topic() == topic)
+        .filter(|(queue, _)| queue.topic() == topic.name)
         .collect();
     assert!(!committed.is_empty(), "no offsets committed: {report:?}");
     let covered: i64 = committed.iter().map(|(_, offset)| offset).sum();

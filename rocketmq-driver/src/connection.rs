@@ -1,0 +1,114 @@
+//! One open TCP connection's frame loops, shared by the consumer's driver and the producer's
+//! connections: a reader that decodes frames and hands each to the owner, and a writer that
+//! sends the frames the owner queues, both running until either side stops.
+
+use std::io;
+use std::ops::ControlFlow;
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::mpsc;
+use futures_io::{AsyncRead, AsyncWrite};
+use futures_util::StreamExt;
+use futures_util::future::{self, Either};
+use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+use proto::{Command, FrameDecoder, FrameError};
+
+/// Bytes read from a socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Why a connection's loops stopped.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The peer closed the stream.
+    ByPeer,
+    /// Reading failed.
+    Read(io::Error),
+    /// The peer sent something that is not a frame.
+    BadFrame(FrameError),
+    /// The owner's frame handler asked to stop reading.
+    Stopped,
+    /// Writing failed.
+    Write(io::Error),
+    /// Every sender of the write queue is gone: nobody can send on the connection any more.
+    Unused,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ByPeer => f.write_str("closed by the peer"),
+            Self::Read(e) => write!(f, "read: {e}"),
+            Self::BadFrame(e) => write!(f, "bad frame from the peer: {e}"),
+            Self::Stopped => f.write_str("stopped reading"),
+            Self::Write(e) => write!(f, "write: {e}"),
+            Self::Unused => f.write_str("connection closed"),
+        }
+    }
+}
+
+/// Splits `stream`, passes each frame read to `on_frame` and writes the frames `queued`
+/// yields, until either side stops; returns why.
+pub(crate) async fn run(
+    stream: impl AsyncRead + AsyncWrite + Unpin,
+    queued: mpsc::UnboundedReceiver<Bytes>,
+    on_frame: impl FnMut(Command) -> ControlFlow<()>,
+) -> Ended {
+    let (reader, writer) = stream.split();
+    let read = Box::pin(read_frames(reader, on_frame));
+    let write = Box::pin(write_frames(writer, queued));
+    match future::select(read, write).await {
+        Either::Left((ended, _)) | Either::Right((ended, _)) => ended,
+    }
+}
+
+/// Decodes frames from `reader` and passes each to `on_frame`, until the stream ends or fails,
+/// carries something that is not a frame, or `on_frame` breaks; returns why.
+async fn read_frames(
+    mut reader: impl AsyncRead + Unpin,
+    mut on_frame: impl FnMut(Command) -> ControlFlow<()>,
+) -> Ended {
+    let mut decoder = FrameDecoder::default();
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut chunk = vec![0; READ_CHUNK];
+    loop {
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Some(command)) => {
+                    if on_frame(command).is_break() {
+                        return Ended::Stopped;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Ended::BadFrame(e),
+            }
+        }
+        match reader.read(&mut chunk).await {
+            Ok(0) => return Ended::ByPeer,
+            Err(e) => return Ended::Read(e),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Writes queued frames, flushing once the queue is empty, until a write fails or every sender
+/// is gone (then it closes the writer); returns why.
+async fn write_frames(
+    mut writer: impl AsyncWrite + Unpin,
+    mut queued: mpsc::UnboundedReceiver<Bytes>,
+) -> Ended {
+    while let Some(frame) = queued.next().await {
+        if let Err(e) = writer.write_all(&frame).await {
+            return Ended::Write(e);
+        }
+        while let Ok(frame) = queued.try_recv() {
+            if let Err(e) = writer.write_all(&frame).await {
+                return Ended::Write(e);
+            }
+        }
+        if let Err(e) = writer.flush().await {
+            return Ended::Write(e);
+        }
+    }
+    let _ = writer.close().await;
+    Ended::Unused
+}
