@@ -130,6 +130,7 @@ enum Ev {
     Produce,
     Fault,
     Join,
+    BrokerUp(String),
 }
 
 /// A delivery whose handler is running.
@@ -403,6 +404,10 @@ impl World {
             Ev::Join => {
                 self.add_consumer();
             }
+            Ev::BrokerUp(broker) => {
+                self.note(format!("{broker} is up again"));
+                self.cluster.set_broker_down(&broker, false);
+            }
         }
     }
 
@@ -481,7 +486,7 @@ impl World {
     fn inject_fault(&mut self) {
         let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
-        match self.rng.below(8) {
+        match self.rng.below(9) {
             0 => {
                 // Drop a random connection, as a network failure would.
                 let keys: Vec<ConnKey> = self.conn_owner.keys().copied().collect();
@@ -501,6 +506,16 @@ impl World {
                 self.note(format!("fault: restart {broker}"));
                 self.restarted_at.insert(broker.clone(), self.now);
                 self.cluster.restart_broker(self.now, &broker);
+            }
+            7 if !self.cluster.is_broker_down(&broker) => {
+                // The broker process is gone for a few seconds: connections fail and the name
+                // server drops it from every route until it is back.
+                let down_for = Duration::from_millis(2000 + self.rng.below(4000));
+                self.note(format!("fault: {broker} down for {down_for:?}"));
+                self.restarted_at.insert(broker.clone(), self.now);
+                self.cluster.set_broker_down(&broker, true);
+                let at = self.now + down_for;
+                self.schedule(at, Ev::BrokerUp(broker));
             }
             4 => {
                 // An admin resets a queue's offsets to its beginning (client-side reset).
