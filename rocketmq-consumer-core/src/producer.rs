@@ -242,12 +242,8 @@ impl PublishRoute {
     }
 }
 
-/// Java's `String.hashCode`: `h = 31 * h + c` over the UTF-16 code units, wrapping.
-pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0_i32, |h, unit| {
-        h.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
-}
+/// Java's `String.hashCode` (over UTF-16 code units, wrapping), as tag codes use it too.
+pub use proto::body::java_string_hash;
 
 /// The queue index of sharding key `key` among `queues` queues: `|hashCode| % queues` as Java's
 /// `SelectMessageQueueByHash` (where `Math.abs(Integer.MIN_VALUE)` stays negative and Java would
