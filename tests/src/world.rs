@@ -285,6 +285,11 @@ impl World {
             90
         };
         self.run_until(active_end + Duration::from_secs(quiet));
+        // A message never handed back to the broker has no excuse to be late: it must be done
+        // by the end of the quiet phase.
+        if let Some(late) = self.late_without_retry() {
+            self.fail(&late);
+        }
         // Retries back off (10 s, 30 s, 1 min, 2 min, ... 2 h): a message that failed a few
         // times in a row is still on its way; let its schedule play out (with the default 16
         // retries that takes up to about 5 h of virtual time).
@@ -872,6 +877,35 @@ impl World {
                 return Some(format!(
                     "{mq:?} offset {missing} was produced but never consumed nor dead-lettered"
                 ));
+            }
+        }
+        None
+    }
+
+    /// A message not consumed (by a live member, broadcasting) although it was never sent back
+    /// for a delayed retry, said as a failure.
+    fn late_without_retry(&self) -> Option<String> {
+        for (mq, offsets) in &self.produced {
+            for offset in offsets {
+                let position = (mq.clone(), *offset);
+                if self.sent_back.get(mq).is_some_and(|s| s.contains(offset)) {
+                    continue;
+                }
+                let late = if self.config.model == MessageModel::Broadcasting {
+                    self.nodes.iter().position(|n| {
+                        !n.shutting_down
+                            && !n.consumed.contains(&position)
+                            && !n.gave_up.contains(&position)
+                    })
+                } else {
+                    (!self.acked.get(mq).is_some_and(|a| a.contains(offset))).then_some(0)
+                };
+                if let Some(node) = late {
+                    return Some(format!(
+                        "{mq:?}@{offset}, never sent back, is still not consumed (node {node}) at the end of \
+                         the quiet phase"
+                    ));
+                }
             }
         }
         None
