@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use consumer_core::output::Polled;
@@ -132,9 +132,6 @@ pub(crate) struct Driver<R: Runtime> {
     pub(crate) events: Option<EventSink>,
     /// Broadcasting: where `StoreOffsets` goes.
     pub(crate) offsets: Option<OffsetFile>,
-    /// How long an application request waits for the brokers before it is answered with what
-    /// came (the consumer's request timeout, plus a margin for the answer's trip).
-    pub(crate) control_timeout: Duration,
     /// Broadcasting: a commit is confirmed by the local store, all queues at once.
     pub(crate) broadcasting: bool,
     pub(crate) inputs_tx: mpsc::UnboundedSender<Input>,
@@ -151,7 +148,6 @@ impl<R: Runtime> Driver<R> {
             handler,
             events,
             offsets,
-            control_timeout,
             broadcasting,
             inputs_tx,
             mut inputs,
@@ -167,7 +163,6 @@ impl<R: Runtime> Driver<R> {
             conns: BTreeMap::new(),
             report: None,
             waiters: Waiters::default(),
-            control_timeout,
             broadcasting,
         };
         let mut timer: Option<(Instant, BoxFuture<()>)> = None;
@@ -181,12 +176,7 @@ impl<R: Runtime> Driver<R> {
                 consumer.handle_timeout(now);
                 continue;
             }
-            io.waiters.expire(now);
-            let wake = [consumer.poll_timeout(), io.waiters.deadline()]
-                .into_iter()
-                .flatten()
-                .min();
-            match wake {
+            match consumer.poll_timeout() {
                 Some(at) => {
                     if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
                         timer = Some((at, runtime.sleep_until(at)));
@@ -242,19 +232,16 @@ struct Waiters {
     searches: BTreeMap<u64, oneshot::Sender<Result<i64, ControlError>>>,
 }
 
-/// A `seek_to_edge` of a queue, with its deadline and where to answer.
-type EdgeWait = (
-    MessageQueue,
-    Instant,
-    oneshot::Sender<Result<(), ControlError>>,
-);
+/// A `seek_to_edge` of a queue and where to answer. The core answers every one (a reset of
+/// the queue, or a failure by its request deadline at the latest), so nothing here times out.
+type EdgeWait = (MessageQueue, oneshot::Sender<Result<(), ControlError>>);
 
-/// A commit waiting for one answer per queue.
+/// A commit waiting for one answer per queue (the core answers each, by its request deadline
+/// at the latest).
 struct CommitWait {
     expected: BTreeSet<MessageQueue>,
     committed: Vec<(MessageQueue, i64)>,
     answers: usize,
-    deadline: Instant,
     reply: oneshot::Sender<CommitReport>,
 }
 
@@ -278,27 +265,6 @@ impl CommitWait {
 }
 
 impl Waiters {
-    /// The earliest deadline of a waiting request.
-    fn deadline(&self) -> Option<Instant> {
-        let commit = self.commit.as_ref().map(|c| c.deadline);
-        let edge = self.edge.as_ref().map(|(_, at, _)| *at);
-        [commit, edge].into_iter().flatten().min()
-    }
-
-    /// Answers the requests whose deadline passed with what they have.
-    fn expire(&mut self, now: Instant) {
-        if self.commit.as_ref().is_some_and(|c| c.deadline <= now)
-            && let Some(commit) = self.commit.take()
-        {
-            commit.finish();
-        }
-        if self.edge.as_ref().is_some_and(|(_, at, _)| *at <= now)
-            && let Some((_, _, reply)) = self.edge.take()
-        {
-            let _ = reply.send(Err(ControlError::Timeout));
-        }
-    }
-
     /// Settles what `event` answers.
     fn on_event(&mut self, event: &Event, broadcasting: bool) {
         match event {
@@ -326,14 +292,14 @@ impl Waiters {
                         commit.finish();
                     }
                 } else if *request == EDGE_REQUEST
-                    && let Some((_, _, reply)) = self.edge.take()
+                    && let Some((_, reply)) = self.edge.take()
                 {
                     let _ = reply.send(Err(ControlError::Failed(reason.clone())));
                 }
             }
             Event::OffsetReset { queue, .. } => {
-                if self.edge.as_ref().is_some_and(|(mq, _, _)| mq == queue)
-                    && let Some((_, _, reply)) = self.edge.take()
+                if self.edge.as_ref().is_some_and(|(mq, _)| mq == queue)
+                    && let Some((_, reply)) = self.edge.take()
                 {
                     let _ = reply.send(Ok(()));
                 }
@@ -362,7 +328,6 @@ struct Io<'a, R: Runtime> {
     conns: BTreeMap<ConnId, Conn>,
     report: Option<ShutdownReport>,
     waiters: Waiters,
-    control_timeout: Duration,
     broadcasting: bool,
 }
 
@@ -426,11 +391,7 @@ impl<R: Runtime> Io<'_, R> {
                 reply,
             } => match consumer.seek_to_edge(now, &queue, to_end) {
                 Ok(()) => {
-                    if let Some((_, _, earlier)) =
-                        self.waiters
-                            .edge
-                            .replace((queue, now + self.control_timeout, reply))
-                    {
+                    if let Some((_, earlier)) = self.waiters.edge.replace((queue, reply)) {
                         let _ = earlier.send(Err(ControlError::Superseded));
                     }
                 }
@@ -468,7 +429,6 @@ impl<R: Runtime> Io<'_, R> {
                     expected,
                     committed: Vec::new(),
                     answers: 0,
-                    deadline: now + self.control_timeout,
                     reply,
                 };
                 // Nothing started yet: nothing to wait for.

@@ -78,8 +78,6 @@ pub enum ControlError {
     Rejected(ConfigError),
     /// The broker refused, did not answer in time, or could not be reached.
     Failed(FailureReason),
-    /// The broker's answer did not come within the request timeout (plus a margin).
-    Timeout,
     /// A later request of the same kind replaced this one before it was answered.
     Superseded,
     /// The consumer's driver task is gone (shut down, panicked, or its runtime stopped).
@@ -91,7 +89,6 @@ impl std::fmt::Display for ControlError {
         match self {
             Self::Rejected(e) => write!(f, "{e}"),
             Self::Failed(reason) => write!(f, "the broker request failed: {reason:?}"),
-            Self::Timeout => f.write_str("no answer from the broker in time"),
             Self::Superseded => f.write_str("a later request replaced this one"),
             Self::Stopped => f.write_str("the consumer's driver task stopped"),
         }

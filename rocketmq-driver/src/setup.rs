@@ -15,10 +15,6 @@ use crate::offset_file::{self, OffsetFile};
 use crate::runtime::Runtime;
 use crate::{ConsumeFrom, DriverStopped, ShutdownReport};
 
-/// How much longer than the consumer's own request timeout an application request waits for
-/// the brokers: the answer's trip back through the driver.
-const CONTROL_MARGIN: Duration = Duration::from_secs(1);
-
 /// A builder's state before the consumer exists.
 #[derive(Clone, Debug)]
 pub(crate) struct Setup {
@@ -178,7 +174,6 @@ impl Checked {
             handler,
             events,
             offsets: self.offset_file.clone(),
-            control_timeout: config.request_timeout + CONTROL_MARGIN,
             broadcasting: config.message_model == MessageModel::Broadcasting,
             inputs_tx: inputs_tx.clone(),
             inputs,

@@ -93,6 +93,10 @@ impl Consumer {
             // new one is enough.
             Some(Phase::Lock) => {
                 self.store_offset(now, mq, offset);
+                self.outputs.push_back(Output::Event(Event::OffsetReset {
+                    queue: mq.clone(),
+                    offset,
+                }));
                 return true;
             }
             Some(_) => {}

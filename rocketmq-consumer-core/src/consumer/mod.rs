@@ -912,8 +912,12 @@ impl Consumer {
                     .map(|h| h.offset);
                 let queue = self.queue_mut(key, epoch).map(|s| s.mq.clone());
                 match (offset, queue) {
+                    // Every seek is answered: `OffsetReset`, or a failure when the queue is
+                    // being revoked meanwhile.
                     (Some(offset), Some(mq)) if offset >= 0 => {
-                        self.reset_queue(now, &mq, offset);
+                        if !self.reset_queue(now, &mq, offset) {
+                            self.request_failed(now, pending, FailureReason::Stale);
+                        }
                     }
                     (_, None) => self.request_failed(now, pending, FailureReason::Stale),
                     _ => {

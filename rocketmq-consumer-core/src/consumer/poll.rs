@@ -112,7 +112,9 @@ impl Consumer {
     }
 
     /// Moves owned queue `mq` to its first (`to_end` false) or next-to-be-written offset, once
-    /// the broker says where that is.
+    /// the broker says where that is. Always answered: [`Event::OffsetReset`] for the queue, or
+    /// an [`Event::RequestFailed`] for `GET_MIN_OFFSET/GET_MAX_OFFSET` (by the request timeout
+    /// at the latest).
     pub fn seek_to_edge(
         &mut self,
         now: Instant,
