@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use md5::{Digest, Md5};
 use rocketmq_consumer_core::MessageQueue;
-use rocketmq_consumer_core::rebalance::{MachineRoomResolver, Strategy, allocate};
+use rocketmq_consumer_core::rebalance::{RoomPrefix, Strategy, allocate};
 
 fn ids(names: &[&str]) -> Vec<String> {
     names.iter().map(|&s| s.to_owned()).collect()
@@ -334,24 +334,6 @@ fn consistent_hash_collision_later_insertion_wins() {
     }
 }
 
-/// Room = broker name / client id up to the first '-'.
-struct BeforeDash;
-
-impl MachineRoomResolver for BeforeDash {
-    fn broker_room(&self, queue: &MessageQueue) -> String {
-        queue
-            .broker_name()
-            .split('-')
-            .next()
-            .unwrap_or_default()
-            .to_owned()
-    }
-
-    fn consumer_room(&self, client_id: &str) -> String {
-        client_id.split('-').next().unwrap_or_default().to_owned()
-    }
-}
-
 // AllocateMachineRoomNearby(AVG_BY_CIRCLE), queues hz-b#0..4, sh-b#0..1, bj-b#0..2, xm-b#0;
 // consumers hz-1, hz-2, sh-1 (cidAll sorted: hz-1, hz-2, sh-1).
 //   mr2Mq (TreeMap): bj -> [bj#0..2], hz -> [hz#0..4], sh -> [sh#0..1], xm -> [xm#0]
@@ -371,7 +353,7 @@ fn machine_room_nearby_by_circle() {
     }
     let strategy = Strategy::MachineRoomNearby {
         inner: Box::new(Strategy::AveragelyByCircle),
-        resolver: Arc::new(BeforeDash),
+        resolver: Arc::new(RoomPrefix { separator: '-' }),
     };
     assert_eq!(strategy.name(), "MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE");
     let cids = ids(&["sh-1", "hz-2", "hz-1"]);
@@ -395,7 +377,7 @@ fn machine_room_nearby_calls_inner_per_room() {
         inner: Box::new(Strategy::ByConfig {
             queues: configured.clone(),
         }),
-        resolver: Arc::new(BeforeDash),
+        resolver: Arc::new(RoomPrefix { separator: '-' }),
     };
     let qs = vec![
         MessageQueue::new("T", "hz-b", 0),

@@ -219,7 +219,7 @@ mod tests {
         assert!(allocate(&strategy, "b", &qs, &cids).is_empty());
     }
 
-    use crate::rebalance::test_support::BeforeDash;
+    use crate::rebalance::RoomPrefix;
 
     // Rooms: queues in hz (hz-b #0..3), sh (sh-b #0..1), gz (gz-b #0..2); consumers hz-1, hz-2,
     // sh-1. gz has no consumer, so its 3 queues are shared by all 3 consumers (sorted:
@@ -239,7 +239,7 @@ mod tests {
         }
         let strategy = Strategy::MachineRoomNearby {
             inner: Box::new(Strategy::Averagely),
-            resolver: Arc::new(BeforeDash),
+            resolver: Arc::new(RoomPrefix { separator: '-' }),
         };
         let cids = ids(&["sh-1", "hz-2", "hz-1"]);
         let got = |c: &str| brief(&allocate(&strategy, c, &qs, &cids));
@@ -257,7 +257,7 @@ mod tests {
         ];
         let strategy = Strategy::MachineRoomNearby {
             inner: Box::new(Strategy::Averagely),
-            resolver: Arc::new(BeforeDash),
+            resolver: Arc::new(RoomPrefix { separator: '-' }),
         };
         assert!(allocate(&strategy, "hz-1", &qs, &ids(&["hz-1"])).is_empty());
     }

@@ -149,36 +149,36 @@ pub trait MachineRoomResolver: Send + Sync {
     fn consumer_room(&self, client_id: &str) -> String;
 }
 
-/// Resolvers shared by the unit tests of the strategies.
-#[cfg(test)]
-pub(crate) mod test_support {
-    use super::MachineRoomResolver;
-    use crate::MessageQueue;
+/// Rooms by naming convention: the room is the text before the first `separator` of the
+/// broker name and of the client id (`hz-broker-a` and `hz-10.0.0.5@1234#1` are in room `hz`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoomPrefix {
+    /// What ends the room's name.
+    pub separator: char,
+}
 
-    /// Room = text before the first '-' of the broker name or client id.
-    pub(crate) struct BeforeDash;
+impl MachineRoomResolver for RoomPrefix {
+    fn broker_room(&self, queue: &MessageQueue) -> String {
+        self.room_of(queue.broker_name())
+    }
 
-    impl MachineRoomResolver for BeforeDash {
-        fn broker_room(&self, queue: &MessageQueue) -> String {
-            queue
-                .broker_name()
-                .split('-')
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        }
+    fn consumer_room(&self, client_id: &str) -> String {
+        self.room_of(client_id)
+    }
+}
 
-        fn consumer_room(&self, client_id: &str) -> String {
-            client_id.split('-').next().unwrap_or_default().to_owned()
-        }
+impl RoomPrefix {
+    fn room_of(&self, name: &str) -> String {
+        name.split(self.separator)
+            .next()
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    use test_support::BeforeDash;
 
     #[test]
     fn names_match_java_get_name() {
@@ -199,7 +199,7 @@ mod tests {
         );
         let nearby = Strategy::MachineRoomNearby {
             inner: Box::new(Strategy::AveragelyByCircle),
-            resolver: Arc::new(BeforeDash),
+            resolver: Arc::new(RoomPrefix { separator: '-' }),
         };
         assert_eq!(nearby.name(), "MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE");
     }
@@ -213,7 +213,7 @@ mod tests {
     fn debug_names_inner_strategy() {
         let nearby = Strategy::MachineRoomNearby {
             inner: Box::new(Strategy::ConsistentHash { virtual_nodes: 3 }),
-            resolver: Arc::new(BeforeDash),
+            resolver: Arc::new(RoomPrefix { separator: '-' }),
         };
         assert_eq!(
             format!("{nearby:?}"),
