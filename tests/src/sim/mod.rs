@@ -304,40 +304,25 @@ impl SimCluster {
             self.config.cluster_name.clone(),
         );
         let born = self.clock.millis(now);
-        let Self {
-            brokers,
-            config,
-            rng,
-            out,
-            clock,
-            ..
-        } = self;
-        let target = brokers
-            .get_mut(broker)
-            .unwrap_or_else(|| panic!("produce: no broker {broker:?}"));
-        let topic_config = target
-            .store
-            .topic(topic)
-            .unwrap_or_else(|| panic!("produce: topic {topic:?} does not exist on {broker}"));
-        assert!(
-            (0..topic_config
-                .read_queue_nums
-                .max(topic_config.write_queue_nums))
-                .contains(&queue_id),
-            "produce: {topic} has no queue {queue_id} on {broker}"
-        );
         let draft = retry::produced_draft(topic, queue_id, body, properties, born);
-        let mut env = Env {
-            now,
-            clock: *clock,
-            config,
-            rng,
-            out,
-        };
-        let (offset, _) = target
-            .store_message(&mut env, draft)
-            .unwrap_or_else(|e| panic!("produce: the message does not fit a record: {e}"));
-        offset
+        self.with_broker(now, broker, |target, env| {
+            let topic_config = target
+                .store
+                .topic(topic)
+                .unwrap_or_else(|| panic!("produce: topic {topic:?} does not exist on {broker}"));
+            assert!(
+                (0..topic_config
+                    .read_queue_nums
+                    .max(topic_config.write_queue_nums))
+                    .contains(&queue_id),
+                "produce: {topic} has no queue {queue_id} on {broker}"
+            );
+            let (offset, _) = target
+                .store_message(env, draft)
+                .unwrap_or_else(|e| panic!("produce: the message does not fit a record: {e}"));
+            offset
+        })
+        .unwrap_or_else(|| panic!("produce: no broker {broker:?}"))
     }
 
     /// Opens connection `conn` to `addr`. False (and no connection) when nothing listens
