@@ -43,30 +43,8 @@ enum Cmd {
     /// Send messages to a topic, round robin over its queues (or to one queue, in order, with
     /// --sharding-key). Shows a progress bar on a terminal; prints count, rate and errors.
     Produce {
-        /// The topic.
-        #[arg(long)]
-        topic: String,
-        /// How many messages.
-        #[arg(long, default_value_t = 1)]
-        count: usize,
-        /// Body size in bytes (ignored with --body).
-        #[arg(long, default_value_t = 128)]
-        size: usize,
-        /// The tag of every message.
-        #[arg(long)]
-        tag: Option<String>,
-        /// The keys of every message (space-separated).
-        #[arg(long)]
-        keys: Option<String>,
-        /// Send every message to the queue this key hashes to, one at a time, in order.
-        #[arg(long)]
-        sharding_key: Option<String>,
-        /// The body text; `{i}` becomes the message's index.
-        #[arg(long)]
-        body: Option<String>,
-        /// Sends in flight at once (without --sharding-key).
-        #[arg(long, default_value_t = 32)]
-        in_flight: usize,
+        #[command(flatten)]
+        options: produce::ProduceOptions,
         /// Name server address; also NAMESRV_ADDR.
         #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
         namesrv: String,
@@ -211,28 +189,8 @@ fn run(command: Cmd) -> Result<(), String> {
             let info = admin::cluster_info(&namesrv).map_err(|e| e.to_string())?;
             writeln!(out, "{info}").map_err(|e| format!("stdout: {e}"))?;
         }
-        Cmd::Produce {
-            topic,
-            count,
-            size,
-            tag,
-            keys,
-            sharding_key,
-            body,
-            in_flight,
-            namesrv,
-        } => {
-            let options = produce::ProduceOptions {
-                topic,
-                count,
-                size,
-                tag,
-                keys,
-                sharding_key,
-                body,
-                in_flight,
-            };
-            let mut bar = progress::ProgressBar::new(count, progress::stderr_is_terminal());
+        Cmd::Produce { options, namesrv } => {
+            let mut bar = progress::ProgressBar::new(options.count, progress::stderr_is_terminal());
             let result = produce::produce(&namesrv, &options, |done, errors| {
                 bar.update(done, errors);
             });

@@ -21,24 +21,32 @@ pub enum ProduceError {
     Send(#[from] SendError),
 }
 
-/// What to send.
-#[derive(Clone, Debug)]
+/// What to send; also `rmq produce`'s arguments (the doc lines are its help).
+#[derive(Clone, Debug, clap::Args)]
 pub struct ProduceOptions {
     /// The topic (it must exist; see `rmq topic create`).
+    #[arg(long)]
     pub topic: String,
     /// How many messages.
+    #[arg(long, default_value_t = 1)]
     pub count: usize,
-    /// Body size in bytes when no body text is given.
+    /// Body size in bytes (ignored with --body).
+    #[arg(long, default_value_t = 128)]
     pub size: usize,
     /// The tag of every message.
+    #[arg(long)]
     pub tag: Option<String>,
-    /// The keys of every message.
+    /// The keys of every message (space-separated).
+    #[arg(long)]
     pub keys: Option<String>,
-    /// The sharding key of every message: all go to its queue, one at a time, in order.
+    /// Send every message to the queue this key hashes to, one at a time, in order.
+    #[arg(long)]
     pub sharding_key: Option<String>,
-    /// The body text (`{i}` is replaced by the message's index).
+    /// The body text; `{i}` becomes the message's index.
+    #[arg(long)]
     pub body: Option<String>,
-    /// Sends in flight at once without a sharding key (at least 1).
+    /// Sends in flight at once (without --sharding-key; at least 1).
+    #[arg(long, default_value_t = 32)]
     pub in_flight: usize,
 }
 
