@@ -3,8 +3,9 @@
 //!
 //! 1. fills a fresh 8-queue topic with a backlog (`E2E_MESSAGES`, 30 000, of `E2E_SIZE`, 1024
 //!    bytes) with the producer, before anything is timed;
-//! 2. drains it, `E2E_RUNS` (5) times each, (a) with a bare pull loop: one `PULL_MESSAGE` of 32 in flight per queue and
-//!    nothing else, the ceiling; (b) with the push consumer on tokio; (c) on smol. Each runs in a
+//! 2. drains it in `E2E_RUNS` (7) rounds, each (a) with a bare pull loop: one `PULL_MESSAGE` of
+//!    32 in flight per queue and nothing else, the ceiling; (b) with the push consumer on tokio;
+//!    (c) on smol. "vs bare" is the median of the per-round ratios. Each drain runs in a
 //!    child process (this program re-executed with a role), which reports its wall time, CPU
 //!    seconds (user + sys, `/proc/self/stat`) over the drain and peak RSS (`VmHWM`);
 //! 3. measures (d) produce-to-consume latency with long polling: a push consumer idle on an
@@ -106,27 +107,32 @@ fn parent() {
         "the broker holds another number of messages than sent: {queues:?}"
     );
 
-    // A drain takes well under a second, so one run is noisy: each is repeated (a new group
-    // each time) and the median by wall time is shown, with the range of rates beside it.
-    let repeats: usize = env_or("E2E_RUNS", 5).max(1);
-    let mut runs = Vec::new();
-    for (label, role) in [
-        ("(a) bare pull loop", "bare"),
-        ("(b) push consumer, tokio", "tokio"),
-        ("(c) push consumer, smol", "smol"),
-    ] {
-        eprintln!("e2e: {label}, {repeats} runs ...");
-        let mut reports: Vec<Report> = (0..repeats)
-            .map(|_| run_child(role, &namesrv, &topic, messages))
-            .collect();
-        reports.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-        let range = (
-            reports.last().map_or(0.0, Report::rate),
-            reports.first().map_or(0.0, Report::rate),
-        );
-        let median = reports.swap_remove(reports.len() / 2);
-        runs.push((label, median, range));
+    // A drain takes well under a second, so one run is noisy, and the machine's speed drifts
+    // over a minute. So the runs are interleaved in rounds (a, b, c, ..., a, b, c, ...; a new
+    // group each time): each consumer's ratio to the bare loop is taken within its round, and
+    // the medians of rates and of ratios are shown, with the range of rates beside them.
+    // (b1) and (c1) run the same consumers on one thread: the broker shares this machine's
+    // cores, and what a consumer costs it in thread hand-offs shows in their difference.
+    let repeats: usize = env_or("E2E_RUNS", 7).max(1);
+    let roles = [
+        ("(a) bare pull loop", "bare", None),
+        ("(b) push consumer, tokio", "tokio", None),
+        ("(c) push consumer, smol", "smol", None),
+        ("(b1) tokio, 1 worker", "tokio", Some(1)),
+        ("(c1) smol, 1 thread", "smol", Some(1)),
+    ];
+    let mut reports: Vec<Vec<Report>> = roles.iter().map(|_| Vec::new()).collect();
+    for round in 1..=repeats {
+        eprintln!("e2e: drain round {round} of {repeats} ...");
+        for ((_, role, threads), reports) in roles.iter().zip(&mut reports) {
+            reports.push(run_child(role, *threads, &namesrv, &topic, messages));
+        }
     }
+    let runs: Vec<Drain<'_>> = roles
+        .iter()
+        .zip(&reports)
+        .map(|((label, _, _), own)| Drain::of(label, own, &reports[0]))
+        .collect();
     eprintln!("e2e: (e) first message of a new group ...");
     let first = first_message(&namesrv, &topic);
     eprintln!("e2e: (d) latency ...");
@@ -147,7 +153,7 @@ fn parent() {
     println!();
     println!(
         "{:<26} {:>9} {:>15} {:>7} {:>8} {:>8} {:>7} {:>11} {:>13}",
-        "drain (median of runs)",
+        "drain (median of rounds)",
         "msg/s",
         "msg/s range",
         "MB/s",
@@ -157,14 +163,19 @@ fn parent() {
         "CPU µs/msg",
         "peak RSS MiB"
     );
-    let bare_rate = runs.first().map_or(1.0, |(_, r, _)| r.rate());
-    for (label, r, (low, high)) in &runs {
+    for Drain {
+        label,
+        median: r,
+        range: (low, high),
+        ratio,
+    } in &runs
+    {
         println!(
             "{label:<26} {:>9.0} {:>15} {:>7.1} {:>7.0}% {:>8.2} {:>7.2} {:>11.1} {:>13.1}",
             r.rate(),
             format!("{low:.0}-{high:.0}"),
             r.bytes as f64 / r.seconds / 1e6,
-            100.0 * r.rate() / bare_rate,
+            100.0 * ratio,
             r.seconds,
             r.cpu_seconds,
             r.cpu_seconds * 1e6 / r.messages as f64,
@@ -235,6 +246,40 @@ fn fill(namesrv: &str, topic: &str, messages: usize, size: usize) -> Duration {
     })
 }
 
+/// One drain's figures over all rounds.
+struct Drain<'a> {
+    label: &'a str,
+    /// The run of median wall time.
+    median: &'a Report,
+    /// Lowest and highest rate.
+    range: (f64, f64),
+    /// The median over rounds of this drain's rate divided by the bare loop's in the same round.
+    ratio: f64,
+}
+
+impl<'a> Drain<'a> {
+    /// `own` and `bare` hold one run per round, at least one (`E2E_RUNS` is at least 1).
+    fn of(label: &'a str, own: &'a [Report], bare: &[Report]) -> Self {
+        let mut by_time: Vec<&Report> = own.iter().collect();
+        by_time.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        let mut ratios: Vec<f64> = own
+            .iter()
+            .zip(bare)
+            .map(|(run, bare)| run.rate() / bare.rate())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        Self {
+            label,
+            median: by_time[by_time.len() / 2],
+            range: (
+                by_time.last().map_or(0.0, |r| r.rate()),
+                by_time.first().map_or(0.0, |r| r.rate()),
+            ),
+            ratio: ratios[ratios.len() / 2],
+        }
+    }
+}
+
 /// What a child reports.
 #[derive(Debug)]
 struct Report {
@@ -266,22 +311,36 @@ impl Report {
     }
 }
 
-fn spawn_child(role: &str, args: &[&str]) -> std::process::Child {
+/// Starts a child in `role`; with `threads`, its runtime has that many (tokio's workers through
+/// `TOKIO_WORKER_THREADS`, smol's executor through `SMOL_THREADS`), else the defaults.
+fn spawn_child(role: &str, threads: Option<usize>, args: &[&str]) -> std::process::Child {
     let exe = std::env::current_exe().expect("the benchmark knows its own path");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Process::new(exe)
-        .arg("child")
-        .arg(role)
-        .args(args)
-        .env("SMOL_THREADS", smol_threads(cores))
+    let mut child = Process::new(exe);
+    child.arg("child").arg(role).args(args);
+    match threads {
+        Some(n) => child
+            .env("TOKIO_WORKER_THREADS", n.to_string())
+            .env("SMOL_THREADS", n.to_string()),
+        None => child
+            .env_remove("TOKIO_WORKER_THREADS")
+            .env("SMOL_THREADS", smol_threads(cores)),
+    };
+    child
         .stdout(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("start the {role} child: {e}"))
 }
 
 /// Runs a drain child and returns its report.
-fn run_child(role: &str, namesrv: &str, topic: &str, messages: usize) -> Report {
-    let mut child = spawn_child(role, &[namesrv, topic, &messages.to_string()]);
+fn run_child(
+    role: &str,
+    threads: Option<usize>,
+    namesrv: &str,
+    topic: &str,
+    messages: usize,
+) -> Report {
+    let mut child = spawn_child(role, threads, &[namesrv, topic, &messages.to_string()]);
     let stdout = child.stdout.take().expect("the child's stdout is piped");
     let line = read_line_within(stdout, CHILD_TIMEOUT)
         .unwrap_or_else(|| panic!("the {role} child reported nothing within {CHILD_TIMEOUT:?}"));
@@ -308,7 +367,7 @@ fn read_line_within(
 /// `main` to that message, in ms.
 fn first_message(namesrv: &str, topic: &str) -> (Duration, f64) {
     let started = Instant::now();
-    let mut child = spawn_child("first", &[namesrv, topic, "1"]);
+    let mut child = spawn_child("first", None, &[namesrv, topic, "1"]);
     let stdout = child.stdout.take().expect("the child's stdout is piped");
     let line = read_line_within(stdout, CHILD_TIMEOUT)
         .unwrap_or_else(|| panic!("no first message within {CHILD_TIMEOUT:?}"));
