@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
 use rocketmq_consumer_core::{
-    ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, MessageModel, Output,
+    ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, MessageModel,
+    Output, Polled,
 };
 use rocketmq_proto::body::{
     BrokerData, ConsumerListBody, LockBatchRequestBody, LockBatchResponseBody, QueueData,
@@ -267,6 +268,8 @@ fuzz_target!(|data: &[u8]| {
     let mut conns: Vec<ConnId> = Vec::new();
     let mut deliveries: Vec<DeliveryId> = Vec::new();
     let mut queues: Vec<MessageQueue> = Vec::new();
+    // Poll mode: the last take, whose tail may be handed back.
+    let mut taken: Option<Polled> = None;
     for _ in 0..400 {
         while let Some(output) = consumer.poll_output() {
             match output {
@@ -328,8 +331,15 @@ fuzz_target!(|data: &[u8]| {
                     .get(c.below(queues.len().max(1)))
                     .cloned()
                     .unwrap_or_else(|| MessageQueue::new("T", "broker-a", 0));
-                match c.below(8) {
-                    0 => drop(consumer.poll_messages(now, 1 + c.below(40))),
+                match c.below(9) {
+                    0 => taken = consumer.poll_messages(now, 1 + c.below(40)),
+                    7 => {
+                        if let Some(mut polled) = taken.take() {
+                            let at = c.below(polled.messages.len() + 1);
+                            polled.messages.drain(..at);
+                            drop(consumer.unread(now, polled));
+                        }
+                    }
                     1 => drop(consumer.seek(now, &mq, i64::from(c.u16() % 64))),
                     2 => drop(consumer.seek_to_edge(now, &mq, c.below(2) == 0)),
                     3 => consumer.pause(&mq),
@@ -346,7 +356,9 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let stats = consumer.stats();
-        let limit = consumer.config().max_cached_messages_per_queue + 32;
+        // A pull goes out below the limit and brings at most 32; a handed-back take (at most
+        // 40) may sit on top, as it did before it was taken.
+        let limit = consumer.config().max_cached_messages_per_queue + 32 + 40;
         for queue in &stats.queues {
             assert!(
                 queue.cached_messages <= limit,

@@ -67,13 +67,18 @@ impl ConsumeOutcome {
     }
 }
 
-/// Messages taken from one queue with `Consumer::poll_messages` (poll mode).
+/// Messages taken from one queue with `Consumer::poll_messages` (poll mode). What the reader
+/// did not get to goes back with `Consumer::unread`, in a `Polled` of the same take (keep its
+/// `queue` and replace `messages` with the unread tail).
 #[derive(Clone, Debug)]
 pub struct Polled {
     /// The queue they came from.
     pub queue: MessageQueue,
     /// The messages, in queue order.
     pub messages: Vec<Message>,
+    /// The queue's position epoch when they were taken: a seek, reset or revoke since makes
+    /// handing them back moot.
+    pub(crate) epoch: u64,
 }
 
 /// Work for the driver. Drain with `poll_output` after every input.

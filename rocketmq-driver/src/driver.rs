@@ -85,11 +85,11 @@ pub(crate) enum PullCommand {
         to_end: bool,
         reply: oneshot::Sender<Result<(), ControlError>>,
     },
-    /// Stop `queue`, first moving it back to `rewind` (the first message given out but not
-    /// yet seen by the application), so those come again after `Resume`.
+    /// Stop `queue`, first handing `unread` back (messages given out but not yet seen by the
+    /// application), so those come again after `Resume`.
     Pause {
         queue: MessageQueue,
-        rewind: Option<i64>,
+        unread: Option<Polled>,
         reply: oneshot::Sender<()>,
     },
     /// Start `queue` again.
@@ -97,11 +97,16 @@ pub(crate) enum PullCommand {
         queue: MessageQueue,
         reply: oneshot::Sender<()>,
     },
-    /// Move `rewind` queues back (messages given out but not seen), then commit every queue
-    /// and answer when the brokers have.
+    /// Hand `unread` back (messages given out but not seen), then commit every queue and
+    /// answer when the brokers have.
     Commit {
-        rewind: Vec<(MessageQueue, i64)>,
+        unread: Option<Polled>,
         reply: oneshot::Sender<CommitReport>,
+    },
+    /// Hand messages given out but not seen back (before shutdown).
+    Unread {
+        unread: Polled,
+        reply: oneshot::Sender<()>,
     },
     /// The first offset of `queue` stored at or after `unix_ms`.
     OffsetForTimestamp {
@@ -401,25 +406,29 @@ impl<R: Runtime> Io<'_, R> {
             },
             PullCommand::Pause {
                 queue,
-                rewind,
+                unread,
                 reply,
             } => {
-                consumer.pause(&queue);
-                if let Some(offset) = rewind {
-                    // The queue may have been revoked meanwhile; its next owner starts from
-                    // the committed offset then, which these unseen messages are not below.
-                    let _ = consumer.seek(now, &queue, offset);
+                if let Some(unread) = unread {
+                    // Refused only when the queue was revoked or moved meanwhile: its position
+                    // is no longer these messages' then.
+                    consumer.unread(now, unread);
                 }
+                consumer.pause(&queue);
                 let _ = reply.send(());
             }
             PullCommand::Resume { queue, reply } => {
                 consumer.resume(now, &queue);
                 let _ = reply.send(());
             }
-            PullCommand::Commit { rewind, reply } => {
-                for (queue, offset) in rewind {
-                    // As for `Pause`: a queue no longer owned has nothing to move back.
-                    let _ = consumer.seek(now, &queue, offset);
+            PullCommand::Unread { unread, reply } => {
+                consumer.unread(now, unread);
+                let _ = reply.send(());
+            }
+            PullCommand::Commit { unread, reply } => {
+                if let Some(unread) = unread {
+                    // As for `Pause`.
+                    consumer.unread(now, unread);
                 }
                 if let Some(earlier) = self.waiters.commit.take() {
                     earlier.finish();

@@ -9,11 +9,12 @@
 //! The core counts a message as consumed once it is taken from its cache. The stream takes a
 //! batch at a time, so messages of the current batch not yet read by the application would
 //! count as consumed too; [`LitePullConsumer::commit`], [`LitePullConsumer::pause`] and
-//! [`LitePullConsumer::shutdown`] therefore move the batch's queue back to its first unread
-//! message first (those messages are pulled again), so what they commit is exactly what the
-//! application has read. The periodic auto-commit (every `persist_interval`) does not know
-//! what was read: it may count one unread batch as consumed, as Java's auto-commit counts a
-//! returned batch. Use `poll_batch_size(1)` or manual commits where that matters.
+//! [`LitePullConsumer::shutdown`] therefore hand the batch's unread messages back to the core
+//! first (`Consumer::unread`: they return to the front of their queue's cache, nothing is
+//! pulled again), so what they commit is exactly what the application has read. The periodic
+//! auto-commit (every `persist_interval`) does not know what was read: it may count one unread
+//! batch as consumed, as Java's auto-commit counts a returned batch. Use `poll_batch_size(1)`
+//! or manual commits where that matters.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -49,9 +50,11 @@ pub struct LitePullConsumer<R: Runtime> {
     spawned: Spawned,
     client_id: String,
     batch: usize,
-    /// The current batch: messages of `batch_queue` taken from the core, not yet read.
+    /// The current batch: messages of `current` taken from the core, not yet read.
     buffer: VecDeque<Message>,
-    batch_queue: Option<MessageQueue>,
+    /// The take `buffer` came from, its messages moved out: what goes back to the core with
+    /// the unread ones.
+    current: Option<Polled>,
     /// A batch asked for and not yet received.
     take: Option<oneshot::Receiver<Option<Polled>>>,
     /// The driver is gone: the stream has ended.
@@ -179,11 +182,10 @@ impl<R: Runtime> LitePullConsumer<R> {
     /// pulled.
     pub async fn pause(&mut self, queue: &MessageQueue) -> Result<(), ControlError> {
         self.settle().await?;
-        let rewind = self.unread_of(queue);
-        self.drop_unread(queue);
+        let unread = self.take_unread(Some(queue));
         self.ask(|reply| PullCommand::Pause {
             queue: queue.clone(),
-            rewind,
+            unread,
             reply,
         })
         .await
@@ -202,14 +204,8 @@ impl<R: Runtime> LitePullConsumer<R> {
     /// and waits for the brokers' confirmations (broadcasting: for the local offset file).
     pub async fn commit(&mut self) -> Result<CommitReport, ControlError> {
         self.settle().await?;
-        let rewind: Vec<(MessageQueue, i64)> = self
-            .batch_queue
-            .clone()
-            .and_then(|queue| Some((queue.clone(), self.unread_of(&queue)?)))
-            .into_iter()
-            .collect();
-        self.buffer.clear();
-        self.ask(|reply| PullCommand::Commit { rewind, reply })
+        let unread = self.take_unread(None);
+        self.ask(|reply| PullCommand::Commit { unread, reply })
             .await
     }
 
@@ -229,23 +225,18 @@ impl<R: Runtime> LitePullConsumer<R> {
         .await?
     }
 
-    /// Shuts down gracefully: commits what the stream has yielded (broadcasting: stores it),
-    /// unregisters, and resolves with what shutdown did.
+    /// Shuts down gracefully: commits what the stream has yielded (broadcasting: stores it;
+    /// with `auto_commit` off, what [`LitePullConsumer::commit`] committed last), unregisters,
+    /// and resolves with what shutdown did.
     ///
     /// Fails only when the driver task ended without closing the consumer.
     pub async fn shutdown(mut self) -> Result<ShutdownReport, DriverStopped> {
         if self.settle().await.is_ok()
-            && let Some(queue) = self.batch_queue.clone()
-            && let Some(offset) = self.unread_of(&queue)
+            && let Some(unread) = self.take_unread(None)
         {
-            // Unread messages must not be committed as consumed. If the queue is gone, its new
-            // owner starts from a committed offset that is not past them either.
+            // Unread messages must not be committed as consumed.
             let _ = self
-                .ask(|reply| PullCommand::Seek {
-                    queue,
-                    offset,
-                    reply,
-                })
+                .ask(|reply| PullCommand::Unread { unread, reply })
                 .await;
         }
         self.buffer.clear();
@@ -278,24 +269,29 @@ impl<R: Runtime> LitePullConsumer<R> {
     }
 
     fn receive(&mut self, batch: Option<Polled>) {
-        if let Some(Polled { queue, messages }) = batch
-            && !messages.is_empty()
+        if let Some(mut polled) = batch
+            && !polled.messages.is_empty()
         {
-            self.batch_queue = Some(queue);
-            self.buffer.extend(messages);
+            self.buffer.extend(std::mem::take(&mut polled.messages));
+            self.current = Some(polled);
         }
     }
 
-    /// The offset of the first unread message of `queue`, if the current batch is of it.
-    fn unread_of(&self, queue: &MessageQueue) -> Option<i64> {
-        if self.batch_queue.as_ref() != Some(queue) {
+    /// The current batch's unread messages, to hand back to the core, if there are any (and
+    /// the batch is of `queue`, when given); the buffer is empty afterwards in that case.
+    fn take_unread(&mut self, queue: Option<&MessageQueue>) -> Option<Polled> {
+        if self.buffer.is_empty()
+            || queue.is_some_and(|q| self.current.as_ref().map(|p| &p.queue) != Some(q))
+        {
             return None;
         }
-        self.buffer.front().map(Message::queue_offset)
+        let mut unread = self.current.take()?;
+        unread.messages = self.buffer.drain(..).collect();
+        Some(unread)
     }
 
     fn drop_unread(&mut self, queue: &MessageQueue) {
-        if self.batch_queue.as_ref() == Some(queue) {
+        if self.current.as_ref().is_some_and(|p| p.queue == *queue) {
             self.buffer.clear();
         }
     }
@@ -412,7 +408,8 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
         consume_from;
 
         /// Whether what the stream took is committed every `persist_interval` (5 s) on its own
-        /// (on by default). Off, only [`LitePullConsumer::commit`] and shutdown commit.
+        /// and at shutdown (on by default). Off, only [`LitePullConsumer::commit`] commits:
+        /// shutdown stores what it committed last, nothing further (as Java's).
         auto_commit;
     }
 
@@ -476,7 +473,7 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
             client_id: checked.client_id,
             batch: self.batch,
             buffer: VecDeque::new(),
-            batch_queue: None,
+            current: None,
             take: None,
             ended: false,
             _runtime: PhantomData,

@@ -1,4 +1,4 @@
-//! The lite pull consumer (subscribe, pause, commit, assign, seek) on smol against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`); the
+//! The lite pull consumer (subscribe, pause, commit, assign, seek, mid-batch commit and shutdown) on smol against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`); the
 //! scenario is `rocketmq-driver/tests/support/lite_pull.rs`.
 
 #[path = "../../rocketmq-driver/tests/support/lite_pull.rs"]
@@ -9,4 +9,11 @@ fn smol_reads_pauses_commits_and_seeks() {
     smol::block_on(lite_pull::reads_pauses_commits_and_seeks::<
         rocketmq_smol::SmolRuntime,
     >("smol-lite_pull"));
+}
+
+#[test]
+fn smol_commits_and_shuts_down_mid_batch() {
+    smol::block_on(lite_pull::commit_and_shutdown_mid_batch::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-lite_mid"));
 }

@@ -1201,6 +1201,32 @@ impl World {
         Some(polled)
     }
 
+    /// Poll mode: node `i`'s application hands `polled` back unread (`Consumer::unread`).
+    /// Taken back, its messages no longer count as consumed by node `i`.
+    pub fn unread(&mut self, i: usize, polled: Polled) -> bool {
+        let offsets: Vec<i64> = polled.messages.iter().map(|m| m.queue_offset()).collect();
+        let origins: Vec<(MessageQueue, i64)> = polled
+            .messages
+            .iter()
+            .filter_map(|m| self.origin.get(m.body()).cloned())
+            .collect();
+        let queue = polled.queue.clone();
+        let taken_back = self.nodes[i].consumer.unread(self.now, polled);
+        if taken_back {
+            for (mq, offset) in origins {
+                self.nodes[i].consumed.remove(&(mq.clone(), offset));
+                if let Some(acked) = self.acked.get_mut(&mq) {
+                    acked.remove(&offset);
+                }
+            }
+        }
+        self.note(format!(
+            "node {i} hands back {queue:?}: {offsets:?} (taken back: {taken_back})"
+        ));
+        self.drain();
+        taken_back
+    }
+
     /// Broadcasting: starts a new process in place of node `from` (shut down first), which
     /// loads the offset table `from` last stored (`Consumer::load_offsets`) and inherits what
     /// `from` consumed, so the stored-offset invariant covers it as it covered `from`.

@@ -59,8 +59,48 @@ impl Consumer {
             self.counters.delivered += 1;
             // Room in the cache again: pull now rather than at the next flow-control check.
             self.try_pull(now, key, epoch);
-            return Some(Polled { queue, messages });
+            return Some(Polled {
+                queue,
+                messages,
+                epoch,
+            });
         }
+    }
+
+    /// Poll mode: hands back messages taken with [`Consumer::poll_messages`] that the reader
+    /// did not get to (the tail of a batch). They go back to the front of their queue's cache,
+    /// to be taken again first, and no longer count as consumed: the committable offset moves
+    /// back to the first of them. Nothing is pulled again.
+    ///
+    /// Returns false, dropping them, when the queue was revoked, moved (`seek`, a reset) or
+    /// restarted since they were taken (its position is someone else's business then), when
+    /// they are not the tail of what was taken, or once shutdown has begun.
+    pub fn unread(&mut self, now: Instant, polled: Polled) -> bool {
+        let Polled {
+            queue,
+            messages,
+            epoch,
+        } = polled;
+        let Some(&key) = self.queue_index.get(&queue) else {
+            return false;
+        };
+        let Some(state) = self.queues.get_mut(&key) else {
+            return false;
+        };
+        if self.config.consume_mode != ConsumeMode::Poll
+            || self.lifecycle != Lifecycle::Running
+            || state.epoch != epoch
+            || state.phase == Phase::Revoking
+        {
+            return false;
+        }
+        let before = (state.pq.len(), state.pq.bytes());
+        if !state.pq.unread(messages) {
+            return false;
+        }
+        self.after_queue_change(now, key, before);
+        self.after_input(now);
+        true
     }
 
     /// Poll mode: consume exactly `queues` (assign mode), without rebalancing them. Topics

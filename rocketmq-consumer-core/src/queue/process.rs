@@ -135,6 +135,35 @@ impl ProcessQueue {
         }
     }
 
+    /// Puts messages taken with [`ProcessQueue::take_ready`] and acknowledged back at the
+    /// front, ready, as if they had never been taken (poll mode: the reader did not get to
+    /// them). They must fit there: returns false, changing nothing, unless `messages` are in
+    /// ascending offset order and below the lowest cached offset (below the high water when
+    /// nothing is cached). So several takes go back latest first.
+    pub fn unread(&mut self, messages: Vec<Message>) -> bool {
+        let limit = self.entries.front().map_or(self.high_water, |e| e.offset);
+        let ascending = messages
+            .windows(2)
+            .all(|w| w[0].queue_offset() < w[1].queue_offset());
+        if !ascending || messages.last().is_some_and(|m| m.queue_offset() >= limit) {
+            return false;
+        }
+        for message in messages.into_iter().rev() {
+            let bytes = message.body().len() as u64;
+            self.entries.push_front(Entry {
+                offset: message.queue_offset(),
+                message,
+                bytes,
+                state: State::Ready,
+            });
+            self.ready += 1;
+            self.live += 1;
+            self.cached_bytes += bytes;
+        }
+        self.ready_from = 0;
+        true
+    }
+
     /// Puts in-flight (or being-sent-back) messages back to be delivered again at `at`, with
     /// their reconsume count raised by one as Java does; they stay cached, so the committable
     /// offset cannot pass them.

@@ -7,7 +7,9 @@
 //!   and a new consumer of the group starts after them;
 //! - assign mode reads its queues, and `seek_to_begin` reads them all again;
 //! - `offset_for_timestamp` answers the queue's start for an old time and its end for a
-//!   future one.
+//!   future one;
+//! - a commit or a shutdown in the middle of a batch commits only what was read, and the rest
+//!   of the batch is read later, once.
 
 #[path = "broker_scenario.rs"]
 mod broker_scenario;
@@ -190,4 +192,87 @@ pub(crate) async fn reads_pauses_commits_and_seeks<R: Runtime>(prefix: &str) {
         "each queue read again from its start"
     );
     drop(assign.shutdown().await.expect("the consumer shuts down"));
+}
+
+/// Reads exactly `n` messages (panicking after [`WAIT`]); returns their bodies.
+async fn read_n<R: Runtime>(pull: &mut LitePullConsumer<R>, n: usize) -> Vec<String> {
+    let runtime = R::default();
+    let mut timer = runtime.sleep_until(runtime.now() + WAIT);
+    let mut read = Vec::new();
+    while read.len() < n {
+        match future::select(pull.next(), timer.as_mut()).await {
+            Either::Left((Some(message), _)) => {
+                read.push(String::from_utf8_lossy(message.body()).into_owned());
+            }
+            Either::Left((None, _)) => panic!("the stream ended while reading"),
+            Either::Right(((), _)) => panic!("{} of {n} messages read within {WAIT:?}", read.len()),
+        }
+    }
+    read
+}
+
+/// Committing or shutting down in the middle of a batch: the unread rest of the batch is
+/// handed back, not committed, and read later exactly once (by the same consumer after a
+/// commit, by the group's next consumer after a shutdown).
+pub(crate) async fn commit_and_shutdown_mid_batch<R: Runtime>(prefix: &str) {
+    let topic = Topic::create(prefix, QUEUES);
+    let group = unique("lite-mid-batch");
+    // `auto_commit` on: shutdown commits what was read (off, it commits only what `commit`
+    // did, as Java's). No periodic commit within the test, which would count a batch taken
+    // as consumed whether read or not (see the module docs of `lite_pull`).
+    let build = |auto_commit| {
+        LitePullConsumer::<R>::builder(&group)
+            .name_server(topic.namesrv.clone())
+            .subscribe(topic.name.clone(), "*")
+            .consume_from(ConsumeFrom::First)
+            .auto_commit(auto_commit)
+            .configure(|c| c.persist_interval = std::time::Duration::from_secs(3600))
+            .poll_batch_size(8)
+            .build()
+            .expect("the consumer's configuration is valid")
+    };
+    let committed_on_broker = || {
+        rmq_cli::admin::offsets(&topic.namesrv, &group, &topic.name)
+            .expect("query the group's offsets")
+            .iter()
+            .map(|q| q.committed_offset.unwrap_or(0))
+            .sum::<i64>()
+    };
+    let rest_of = |sent: &BTreeSet<String>, read: &[String]| -> BTreeSet<String> {
+        sent.iter()
+            .filter(|body| !read.contains(body))
+            .cloned()
+            .collect()
+    };
+
+    // Five read of a batch of eight (a queue holds ten), then commit: five committed.
+    let first = topic.send("first", MESSAGES, None);
+    let mut pull = build(false);
+    let head = read_n(&mut pull, 5).await;
+    let report = pull.commit().await.expect("commit");
+    let committed: i64 = report.committed.iter().map(|(_, offset)| offset).sum();
+    assert_eq!(committed, 5, "only what was read is committed: {report:?}");
+    assert_eq!(committed_on_broker(), 5);
+    let rest = rest_of(&first, &head);
+    let got = read(&mut pull, &rest).await;
+    assert_exactly_once(&bodies(&got), &rest, "the rest, after a mid-batch commit");
+    pull.commit().await.expect("commit");
+    drop(pull.shutdown().await.expect("the consumer shuts down"));
+    assert_eq!(committed_on_broker(), 40);
+
+    // Three read of a batch, then shut down: the group's next consumer reads the rest.
+    let second = topic.send("second", MESSAGES, None);
+    let mut pull = build(true);
+    let head = read_n(&mut pull, 3).await;
+    drop(pull.shutdown().await.expect("the consumer shuts down"));
+    assert_eq!(
+        committed_on_broker(),
+        43,
+        "shutdown commits what was read, not the unread rest of the batch"
+    );
+    let rest = rest_of(&second, &head);
+    let mut next = build(true);
+    let got = read(&mut next, &rest).await;
+    assert_exactly_once(&bodies(&got), &rest, "the rest, after a mid-batch shutdown");
+    drop(next.shutdown().await.expect("the consumer shuts down"));
 }
