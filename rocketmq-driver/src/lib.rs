@@ -10,7 +10,10 @@
 //!   frames the driver queues for it; a connection that fails to open or breaks is reported with
 //!   `handle_disconnected`, and `Output::Close` aborts it;
 //! - one timer, re-armed to `poll_timeout()`, with the clock checked before waiting;
-//! - each `Output::Deliver` runs the user's handler on its own task. The core bounds deliveries
+//! - each `Output::Deliver` runs the user's handler on its own task, but for a handler that
+//!   finishes at its first poll while handlers are cheap (first polls averaging under 5 µs):
+//!   that poll happens on the driver task, which saves a task and a thread hand-off per
+//!   delivery. The core bounds deliveries
 //!   in flight (`max_in_flight_deliveries`, 20 by default), so that bounds the handlers too;
 //!   in orderly mode it also hands out one delivery per queue at a time, under the queue's
 //!   broker lock, so per-queue order needs nothing more here;

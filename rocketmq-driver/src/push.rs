@@ -56,7 +56,11 @@ impl<R: Runtime> PushConsumer<R> {
     /// Starts consuming with handlers running side by side: spawns the driver task on the
     /// runtime and returns its handle. Each delivery (`consume_batch_size` messages of one
     /// queue, 1 by default) is passed to `handler` on a task of its own; up to
-    /// `max_in_flight_deliveries` (20) run at once. A handler that panics counts as
+    /// `max_in_flight_deliveries` (20) run at once. While handlers are cheap (a few µs before
+    /// they finish or first wait), a delivery's first poll runs on the driver's task instead,
+    /// and a handler that is done by then costs no task at all; so do not block the thread in
+    /// a handler (no `std::thread::sleep`, no blocking I/O without `spawn_blocking`): the first
+    /// such call would hold up the consumer. A handler that panics counts as
     /// [`ConsumeOutcome::ReconsumeLater`]; in clustering, failed messages go back to the broker
     /// and return after its delay (10 s after the first failure, growing), until
     /// `max_reconsume_times` sends them to the group's dead-letter queue.
