@@ -1,4 +1,5 @@
-//! Inputs shared by the criterion benchmarks.
+//! Inputs shared by the criterion benchmarks, and what the benchmark programs (`src/bin`)
+//! share.
 
 use rocketmq_proto::{Command, ResponseCode};
 
@@ -372,6 +373,22 @@ fn pull_queue(command: &Command) -> usize {
         .and_then(|id| id.parse().ok())
         .filter(|&id: &usize| id < CORE_QUEUES as usize)
         .expect("a pull of one of the topic's queues")
+}
+
+/// The environment variable `name` parsed, or `default` when it is unset or does not parse.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Microseconds since the Unix epoch: a suffix that makes topic and group names new.
+pub fn stamp() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

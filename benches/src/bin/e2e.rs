@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
 use futures_util::StreamExt;
+use rocketmq_benches::{env_or, stamp};
 use rocketmq_proto::headers::{PullMessageRequest, PullMessageResponse, pull_sys_flag};
 use rocketmq_proto::message::{DecodeOptions, decode_messages};
 use rocketmq_proto::{Command, FrameDecoder, HeaderEncoding, RequestCode, ResponseCode, frame};
@@ -50,20 +51,6 @@ fn main() {
     } else {
         parent();
     }
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn stamp() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default()
 }
 
 fn unix_ms() -> i64 {

@@ -8,26 +8,13 @@
 //! of 32 (the default). Prints messages/s and milliseconds per message of each, median of
 //! `LITE_RUNS` (3). Run with `cargo run --release -p rocketmq-benches --bin lite_commit`.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use rocketmq_benches::{env_or, stamp};
 use rocketmq_tokio::{ConsumeFrom, LitePullConsumer, Producer};
 
 const QUEUES: i32 = 4;
-
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn stamp() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default()
-}
 
 /// Reads `messages` from `topic` with a new group, committing after every message when
 /// `every` is set, once at the end otherwise; returns the time from the first read to the

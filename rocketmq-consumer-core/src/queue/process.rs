@@ -74,16 +74,8 @@ impl ProcessQueue {
             if offset < self.high_water {
                 continue;
             }
-            let bytes = message.body().len() as u64;
-            self.entries.push_back(Entry {
-                offset,
-                message,
-                bytes,
-                state: State::Ready,
-            });
-            self.ready += 1;
-            self.live += 1;
-            self.cached_bytes += bytes;
+            let entry = self.admit(message);
+            self.entries.push_back(entry);
             self.high_water = offset + 1;
             added += 1;
         }
@@ -149,16 +141,8 @@ impl ProcessQueue {
             return false;
         }
         for message in messages.into_iter().rev() {
-            let bytes = message.body().len() as u64;
-            self.entries.push_front(Entry {
-                offset: message.queue_offset(),
-                message,
-                bytes,
-                state: State::Ready,
-            });
-            self.ready += 1;
-            self.live += 1;
-            self.cached_bytes += bytes;
+            let entry = self.admit(message);
+            self.entries.push_front(entry);
         }
         self.ready_from = 0;
         true
@@ -295,6 +279,20 @@ impl ProcessQueue {
     /// Whether some message is ready to deliver.
     pub fn has_ready(&self) -> bool {
         self.ready > 0
+    }
+
+    /// A ready entry for `message`, counted as cached; the caller places it.
+    fn admit(&mut self, message: Message) -> Entry {
+        let bytes = message.body().len() as u64;
+        self.ready += 1;
+        self.live += 1;
+        self.cached_bytes += bytes;
+        Entry {
+            offset: message.queue_offset(),
+            message,
+            bytes,
+            state: State::Ready,
+        }
     }
 
     fn find(&mut self, offset: i64) -> Option<&mut Entry> {
