@@ -5,7 +5,9 @@
 //!    bytes) with the producer, before anything is timed;
 //! 2. drains it in `E2E_RUNS` (7) rounds, each (a) with a bare pull loop: one `PULL_MESSAGE` of
 //!    32 in flight per queue and nothing else, the ceiling; (b) with the push consumer on tokio;
-//!    (c) on smol. "vs bare" is the median of the per-round ratios. Each drain runs in a
+//!    (c) on smol; (b1) and (c1) the same on one thread. The push consumers' handlers only
+//!    count, unless `E2E_HANDLER_US` gives each message that many µs of busy work. "vs bare"
+//!    is the median of the per-round ratios. Each drain runs in a
 //!    child process (this program re-executed with a role), which reports its wall time, CPU
 //!    seconds (user + sys, `/proc/self/stat`) over the drain and peak RSS (`VmHWM`);
 //! 3. measures (d) produce-to-consume latency with long polling: a push consumer idle on an
@@ -500,6 +502,14 @@ fn child(args: &[String]) {
     }
 }
 
+/// Keeps the thread busy for `time` (a handler's own work, `E2E_HANDLER_US` per message).
+fn spin(time: Duration) {
+    let until = Instant::now() + time;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 /// User + system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
 /// clock ticks of 1/100 s, Linux's `USER_HZ`).
 fn cpu_seconds() -> f64 {
@@ -660,6 +670,7 @@ async fn push<R: driver::Runtime>(
     first_since: Option<Instant>,
 ) -> Value {
     let counted = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let handler_work = Duration::from_micros(env_or("E2E_HANDLER_US", 0));
     let (done_tx, mut done) = futures_channel::mpsc::unbounded::<()>();
     let cpu_before = cpu_seconds();
     let started = Instant::now();
@@ -675,6 +686,7 @@ async fn push<R: driver::Runtime>(
                 let counted = Arc::clone(&counted);
                 let done = done_tx.clone();
                 async move {
+                    spin(handler_work * messages.len() as u32);
                     let bytes: u64 = messages.iter().map(|m| m.body().len() as u64).sum();
                     counted.1.fetch_add(bytes, Ordering::Relaxed);
                     let n = messages.len() as u64;
