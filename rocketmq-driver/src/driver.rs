@@ -347,13 +347,16 @@ struct Io<'a, R: Runtime> {
 /// handler done by then completes on the spot; one that waits continues on its own task. A
 /// handler that does more work gains more from running on every thread than it loses to the
 /// hand-off, so once first polls average over [`Inline::CHEAP`], deliveries are spawned at
-/// once again, but for one in [`Inline::PROBE_EVERY`], which keeps the average current. At
-/// most [`Inline::PER_PASS`] deliveries are polled here between two looks at the inputs, so
-/// pulls and timers are not held up.
+/// once again, but for an occasional probe that keeps the average current: one in
+/// [`Inline::PROBE_EVERY`] deliveries, twice as rare after each slow probe (up to one in
+/// [`Inline::PROBE_EVERY_MAX`]), so a handler that blocks its thread holds up the driver
+/// ever more rarely. At most [`Inline::PER_PASS`] deliveries are polled here between two
+/// looks at the inputs, so pulls and timers are not held up.
 struct Inline {
     /// Moving average of first-poll times, in nanoseconds (weight 1/8 to the newest).
     average_nanos: u64,
-    /// Deliveries since the last probe, while handlers are not cheap.
+    /// While handlers are not cheap: deliveries between two probes, and since the last one.
+    probe_every: u32,
     since_probe: u32,
     /// First polls left in this pass.
     left: usize,
@@ -362,11 +365,13 @@ struct Inline {
 impl Inline {
     const CHEAP: std::time::Duration = std::time::Duration::from_micros(5);
     const PROBE_EVERY: u32 = 64;
+    const PROBE_EVERY_MAX: u32 = 1 << 16;
     const PER_PASS: usize = 32;
 
     fn new() -> Self {
         Self {
             average_nanos: 0,
+            probe_every: Self::PROBE_EVERY,
             since_probe: 0,
             left: 0,
         }
@@ -376,14 +381,18 @@ impl Inline {
         self.left = Self::PER_PASS;
     }
 
+    fn cheap(&self) -> bool {
+        u128::from(self.average_nanos) <= Self::CHEAP.as_nanos()
+    }
+
     /// Whether the next delivery's first poll happens here (taking one from this pass).
     fn try_take(&mut self) -> bool {
         if self.left == 0 {
             return false;
         }
-        if u128::from(self.average_nanos) > Self::CHEAP.as_nanos() {
+        if !self.cheap() {
             self.since_probe += 1;
-            if self.since_probe < Self::PROBE_EVERY {
+            if self.since_probe < self.probe_every {
                 return false;
             }
             self.since_probe = 0;
@@ -393,8 +402,14 @@ impl Inline {
     }
 
     fn took(&mut self, time: std::time::Duration) {
+        let probing = !self.cheap();
         let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
         self.average_nanos = self.average_nanos - self.average_nanos / 8 + nanos / 8;
+        if self.cheap() {
+            self.probe_every = Self::PROBE_EVERY;
+        } else if probing && time > Self::CHEAP {
+            self.probe_every = (self.probe_every * 2).min(Self::PROBE_EVERY_MAX);
+        }
     }
 }
 
