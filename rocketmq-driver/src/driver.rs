@@ -86,11 +86,9 @@ pub(crate) enum PullCommand {
         to_end: bool,
         reply: oneshot::Sender<Result<(), ControlError>>,
     },
-    /// Stop `queue`, first handing `unread` back (messages given out but not yet seen by the
-    /// application), so those come again after `Resume`.
+    /// Stop `queue`.
     Pause {
         queue: MessageQueue,
-        unread: Option<Polled>,
         reply: oneshot::Sender<()>,
     },
     /// Start `queue` again.
@@ -98,17 +96,13 @@ pub(crate) enum PullCommand {
         queue: MessageQueue,
         reply: oneshot::Sender<()>,
     },
-    /// Hand `unread` back (messages given out but not seen), then commit every queue and
-    /// answer when the brokers have.
-    Commit {
-        unread: Option<Polled>,
-        reply: oneshot::Sender<CommitReport>,
-    },
-    /// Hand messages given out but not seen back (before shutdown).
-    Unread {
-        unread: Polled,
-        reply: oneshot::Sender<()>,
-    },
+    /// Commit every queue and answer when the brokers have.
+    Commit(oneshot::Sender<CommitReport>),
+    /// Messages given out but not seen by the application, back to the core's cache (sent
+    /// before a pause, commit or shutdown, which then see them as not consumed). Refused by
+    /// the core only when their queue was revoked or moved meanwhile: its position is no
+    /// longer theirs then.
+    Unread(Polled),
     /// The first offset of `queue` stored at or after `unix_ms`.
     OffsetForTimestamp {
         queue: MessageQueue,
@@ -481,16 +475,7 @@ impl<R: Runtime> Io<'_, R> {
                     let _ = reply.send(Err(ControlError::Rejected(e)));
                 }
             },
-            PullCommand::Pause {
-                queue,
-                unread,
-                reply,
-            } => {
-                if let Some(unread) = unread {
-                    // Refused only when the queue was revoked or moved meanwhile: its position
-                    // is no longer these messages' then.
-                    consumer.unread(now, unread);
-                }
+            PullCommand::Pause { queue, reply } => {
                 consumer.pause(&queue);
                 let _ = reply.send(());
             }
@@ -498,15 +483,10 @@ impl<R: Runtime> Io<'_, R> {
                 consumer.resume(now, &queue);
                 let _ = reply.send(());
             }
-            PullCommand::Unread { unread, reply } => {
+            PullCommand::Unread(unread) => {
                 consumer.unread(now, unread);
-                let _ = reply.send(());
             }
-            PullCommand::Commit { unread, reply } => {
-                if let Some(unread) = unread {
-                    // As for `Pause`.
-                    consumer.unread(now, unread);
-                }
+            PullCommand::Commit(reply) => {
                 if let Some(earlier) = self.waiters.commit.take() {
                     earlier.finish();
                 }

@@ -182,10 +182,9 @@ impl<R: Runtime> LitePullConsumer<R> {
     /// pulled.
     pub async fn pause(&mut self, queue: &MessageQueue) -> Result<(), ControlError> {
         self.settle().await?;
-        let unread = self.take_unread(Some(queue));
+        self.hand_back(Some(queue));
         self.ask(|reply| PullCommand::Pause {
             queue: queue.clone(),
-            unread,
             reply,
         })
         .await
@@ -204,9 +203,8 @@ impl<R: Runtime> LitePullConsumer<R> {
     /// and waits for the brokers' confirmations (broadcasting: for the local offset file).
     pub async fn commit(&mut self) -> Result<CommitReport, ControlError> {
         self.settle().await?;
-        let unread = self.take_unread(None);
-        self.ask(|reply| PullCommand::Commit { unread, reply })
-            .await
+        self.hand_back(None);
+        self.ask(PullCommand::Commit).await
     }
 
     /// The offset of the first message of `queue` stored at or after `unix_ms` (milliseconds
@@ -231,13 +229,9 @@ impl<R: Runtime> LitePullConsumer<R> {
     ///
     /// Fails only when the driver task ended without closing the consumer.
     pub async fn shutdown(mut self) -> Result<ShutdownReport, DriverStopped> {
-        if self.settle().await.is_ok()
-            && let Some(unread) = self.take_unread(None)
-        {
+        if self.settle().await.is_ok() {
             // Unread messages must not be committed as consumed.
-            let _ = self
-                .ask(|reply| PullCommand::Unread { unread, reply })
-                .await;
+            self.hand_back(None);
         }
         self.buffer.clear();
         self.spawned.shutdown().await
@@ -277,23 +271,32 @@ impl<R: Runtime> LitePullConsumer<R> {
         }
     }
 
-    /// The current batch's unread messages, to hand back to the core, if there are any (and
-    /// the batch is of `queue`, when given); the buffer is empty afterwards in that case.
-    fn take_unread(&mut self, queue: Option<&MessageQueue>) -> Option<Polled> {
-        if self.buffer.is_empty()
-            || queue.is_some_and(|q| self.current.as_ref().map(|p| &p.queue) != Some(q))
-        {
-            return None;
+    /// Hands the current batch's unread messages back to the core (when the batch is of
+    /// `queue`, if given), ahead of the command that follows on the same channel. Should the
+    /// driver be gone, that command reports it.
+    fn hand_back(&mut self, queue: Option<&MessageQueue>) {
+        if self.buffer.is_empty() || queue.is_some_and(|q| !self.is_current(q)) {
+            return;
         }
-        let mut unread = self.current.take()?;
-        unread.messages = self.buffer.drain(..).collect();
-        Some(unread)
+        if let Some(mut unread) = self.current.take() {
+            unread.messages = self.buffer.drain(..).collect();
+            let _ = self
+                .spawned
+                .inputs
+                .unbounded_send(Input::Pull(PullCommand::Unread(unread)));
+        }
     }
 
     fn drop_unread(&mut self, queue: &MessageQueue) {
-        if self.current.as_ref().is_some_and(|p| p.queue == *queue) {
+        if self.is_current(queue) {
             self.buffer.clear();
+            self.current = None;
         }
+    }
+
+    /// Whether the current batch is of `queue`.
+    fn is_current(&self, queue: &MessageQueue) -> bool {
+        self.current.as_ref().is_some_and(|p| p.queue == *queue)
     }
 
     /// Sends a command made around a reply channel and waits for the reply.
