@@ -215,6 +215,21 @@ impl PublishRoute {
         Self { targets }
     }
 
+    /// The queues a producer writes to `topic` before any broker has it: those of
+    /// [`DEFAULT_TOPIC`]'s route, at most [`DEFAULT_TOPIC_QUEUE_NUMS`] per broker, as Java's
+    /// `MQClientInstance.updateTopicRouteInfoFromNameServer(topic, isDefault = true, ..)` builds
+    /// them. A broker with `autoCreateTopicEnable` creates the topic on the first send, from the
+    /// `defaultTopic` the send header names (`AbstractSendMessageProcessor.msgCheck`).
+    pub fn auto_created(topic: &str, default_route: &TopicRouteData) -> Self {
+        let mut route = default_route.clone();
+        for queues in &mut route.queue_datas {
+            let nums = DEFAULT_TOPIC_QUEUE_NUMS.min(queues.read_queue_nums);
+            queues.read_queue_nums = nums;
+            queues.write_queue_nums = nums;
+        }
+        Self::new(topic, &route)
+    }
+
     /// The targets, in the order round robin and sharding index them.
     pub fn targets(&self) -> &[Target] {
         &self.targets
@@ -352,14 +367,33 @@ pub fn route_request(topic: &str) -> Command {
 
 /// Reads a name server's answer to [`route_request`].
 pub fn route_from_response(topic: &str, response: &Command) -> Result<PublishRoute, SendError> {
+    read_route(topic, topic, response, PublishRoute::new)
+}
+
+/// Reads a name server's answer to `route_request(DEFAULT_TOPIC)`, asked because `topic` has no
+/// route yet: the route [`PublishRoute::auto_created`] makes of it. [`SendError::NoRoute`]
+/// names `topic` when the default topic has no route either (no broker auto-creates topics).
+pub fn default_route_from_response(
+    topic: &str,
+    response: &Command,
+) -> Result<PublishRoute, SendError> {
+    read_route(topic, DEFAULT_TOPIC, response, PublishRoute::auto_created)
+}
+
+fn read_route(
+    topic: &str,
+    asked: &str,
+    response: &Command,
+    publish: impl FnOnce(&str, &TopicRouteData) -> PublishRoute,
+) -> Result<PublishRoute, SendError> {
     match response.response_code() {
         ResponseCode::SUCCESS => {
             let route =
                 TopicRouteData::decode(&response.body).map_err(|e| SendError::BadResponse {
                     peer: "name server".to_owned(),
-                    detail: format!("route of {topic}: {e}"),
+                    detail: format!("route of {asked}: {e}"),
                 })?;
-            Ok(PublishRoute::new(topic, &route))
+            Ok(publish(topic, &route))
         }
         ResponseCode::TOPIC_NOT_EXIST => Err(SendError::NoRoute {
             topic: topic.to_owned(),

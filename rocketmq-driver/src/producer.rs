@@ -12,7 +12,7 @@ use crate::setup::since_epoch;
 use consumer_core::ConfigError;
 use consumer_core::producer::{
     Attempts, Prepared, ProducerConfig, ProducerMessage, Retry, Routes, SendError, SendResult,
-    UniqueIds, route_from_response, route_request,
+    DEFAULT_TOPIC, UniqueIds, default_route_from_response, route_from_response, route_request,
 };
 
 use crate::client::{CallError, Clients, lock};
@@ -209,7 +209,10 @@ impl<R: Runtime> Inner<R> {
                         .insert(topic, route, self.runtime.now());
                     return Ok(());
                 }
-                Err(error @ SendError::NoRoute { .. }) => return Err(error),
+                // No broker has the topic yet: send where the broker will create it.
+                Err(SendError::NoRoute { .. }) => {
+                    return self.fetch_default_route(name_server, topic, deadline).await;
+                }
                 Err(error) => last_error = error,
             }
         }
@@ -217,6 +220,29 @@ impl<R: Runtime> Inner<R> {
             return Ok(());
         }
         Err(last_error)
+    }
+
+    /// Caches, for `topic`, the route a topic the brokers auto-create gets: `DEFAULT_TOPIC`'s
+    /// (Java's producer does the same when the name server does not know a topic). Kept for the
+    /// route's time to live, after which the topic's own route is asked for again.
+    async fn fetch_default_route(
+        &self,
+        name_server: &str,
+        topic: &str,
+        deadline: std::time::Instant,
+    ) -> Result<(), SendError> {
+        let route = match self
+            .clients
+            .call(name_server, route_request(DEFAULT_TOPIC), deadline)
+            .await
+        {
+            Ok(response) => default_route_from_response(topic, &response)?,
+            Err(error) => return Err(call_error(name_server, error)),
+        };
+        lock(&self.state)
+            .routes
+            .insert(topic, route, self.runtime.now());
+        Ok(())
     }
 }
 

@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use consumer_core::producer::{
-    Prepared, ProducerConfig, ProducerMessage, PublishRoute, Routes, SendError, UniqueIds,
-    route_from_response, route_request, shard_index,
+    DEFAULT_TOPIC, Prepared, ProducerConfig, ProducerMessage, PublishRoute, Routes, SendError,
+    UniqueIds, default_route_from_response, route_from_response, route_request, shard_index,
 };
 use proto::body::{BrokerData, QueueData, TopicRouteData};
 use proto::{Command, RequestCode, ResponseCode};
@@ -59,6 +59,31 @@ fn cached(brokers: &[(&str, i32)]) -> (Routes, Instant) {
     let mut routes = Routes::new(Duration::from_secs(30));
     routes.insert("T", PublishRoute::new("T", &route(brokers)), now);
     (routes, now)
+}
+
+/// A topic no broker has yet is written where `TBW102` lives, at most four queues per broker
+/// (Java's `defaultTopicQueueNums`), under the new topic's name; when `TBW102` has no route
+/// either, the error names the topic the user asked for.
+#[test]
+fn a_new_topic_borrows_the_default_topics_route() {
+    let default = route(&[("b", 8), ("a", 2)]);
+    let response = Command::response(ResponseCode::SUCCESS, 1).with_body(default.encode());
+    let publish = default_route_from_response("Fresh", &response).expect("default route");
+    let queues: Vec<_> = publish
+        .targets()
+        .iter()
+        .map(|t| (t.queue.topic(), t.queue.broker_name(), t.queue.queue_id()))
+        .collect();
+    let mut expected = vec![("Fresh", "a", 0), ("Fresh", "a", 1)];
+    expected.extend((0..4).map(|id| ("Fresh", "b", id)));
+    assert_eq!(queues, expected);
+
+    let missing = Command::response(ResponseCode::TOPIC_NOT_EXIST, 1);
+    match default_route_from_response("Fresh", &missing) {
+        Err(SendError::NoRoute { topic }) => assert_eq!(topic, "Fresh"),
+        other => panic!("expected NoRoute for the asked topic, got {other:?}"),
+    }
+    assert_eq!(DEFAULT_TOPIC, "TBW102");
 }
 
 #[test]

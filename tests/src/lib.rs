@@ -31,6 +31,44 @@ pub fn namesrv() -> String {
     addr
 }
 
+/// The broker implementation of the local cluster, for the few expectations where brokers
+/// differ (each difference is in the README's compatibility matrix, with the test that shows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BrokerImpl {
+    /// Apache RocketMQ 4.9 (Java), the reference.
+    Java4,
+    /// Apache RocketMQ 5.x (Java).
+    Java5,
+    /// `rocketmq-broker-rust`.
+    Rust,
+}
+
+impl BrokerImpl {
+    /// Whether this is one of Apache's Java brokers.
+    pub fn is_java(self) -> bool {
+        matches!(self, Self::Java4 | Self::Java5)
+    }
+}
+
+/// The implementation the running local cluster was started with (`scripts/broker impl`).
+/// Panics when no cluster was started, like [`namesrv`].
+pub fn broker_impl() -> BrokerImpl {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/broker");
+    let output = std::process::Command::new(script)
+        .arg("impl")
+        .output()
+        .unwrap_or_else(|e| panic!("run {script} impl: {e}"));
+    match String::from_utf8_lossy(&output.stdout).trim() {
+        "java4" => BrokerImpl::Java4,
+        "java5" => BrokerImpl::Java5,
+        "rust" => BrokerImpl::Rust,
+        other => panic!(
+            "`scripts/broker impl` printed {other:?} ({}): start the cluster with `scripts/broker start`",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+    }
+}
+
 /// A name no earlier run used: `prefix` plus the wall-clock time in microseconds.
 pub fn unique(prefix: &str) -> String {
     let micros = SystemTime::now()

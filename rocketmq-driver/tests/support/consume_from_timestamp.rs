@@ -1,6 +1,12 @@
 //! `ConsumeFrom::Timestamp` against the real broker: a new group starting from a time taken
 //! between two batches (sent 1.5 s apart, the time in the middle) receives exactly the later
-//! batch.
+//! batch where the broker has no offset for the group (the Rust broker).
+//!
+//! Apache's brokers answer a new group's offset query with 0 while the queue still starts at
+//! offset 0 and its first message is in memory (`ConsumerManageProcessor.queryConsumerOffset`,
+//! 4.9 and 5.x alike), so a new group on a young topic starts at the first message whatever it
+//! asked for: Java's `RebalancePushImpl.computePullFromWhere` takes that 0 as the stored offset,
+//! and so does this consumer. There the scenario pins that both batches arrive, once.
 
 #[path = "broker_scenario.rs"]
 mod broker_scenario;
@@ -9,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use broker_scenario::{Topic, sleep, start};
 use driver::prelude::*;
-use rocketmq_tests::unique;
+use rocketmq_tests::{broker_impl, unique};
 
 /// Messages stored before the timestamp.
 const BEFORE: usize = 30;
@@ -21,7 +27,7 @@ pub(crate) async fn starts_at_the_first_message_stored_after_the_timestamp<R: Ru
     prefix: &str,
 ) {
     let topic = Topic::create(prefix, 4);
-    topic.send("before", BEFORE, None);
+    let before = topic.send("before", BEFORE, None);
     sleep::<R>(Duration::from_millis(750)).await;
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -29,6 +35,11 @@ pub(crate) async fn starts_at_the_first_message_stored_after_the_timestamp<R: Ru
         .as_millis();
     sleep::<R>(Duration::from_millis(750)).await;
     let after = topic.send("after", AFTER, None);
+    let expected = if broker_impl().is_java() {
+        before.union(&after).cloned().collect()
+    } else {
+        after
+    };
 
     let since = i64::try_from(since).expect("the time fits in i64");
     let mut consumer = start::<R>(
@@ -38,7 +49,7 @@ pub(crate) async fn starts_at_the_first_message_stored_after_the_timestamp<R: Ru
         ConsumeFrom::Timestamp(since),
     );
     consumer
-        .exactly::<R>(&after, &format!("consuming from timestamp {since}"))
+        .exactly::<R>(&expected, &format!("consuming from timestamp {since}"))
         .await;
     consumer.shutdown().await;
 }

@@ -22,7 +22,7 @@ use driver::LitePullConsumer;
 use driver::prelude::*;
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
-use rocketmq_tests::unique;
+use rocketmq_tests::{BrokerImpl, broker_impl, unique};
 
 /// Queues of the topic.
 const QUEUES: i32 = 4;
@@ -141,7 +141,13 @@ pub(crate) async fn reads_pauses_commits_and_seeks<R: Runtime>(prefix: &str) {
         .offset_for_timestamp(&paused, now_ms + 3_600_000)
         .await
         .expect("offset for a future time");
-    assert_eq!((start, end), (0, 20), "queue 0 holds 20 messages");
+    // For a time after the last message, Apache 4.9's ConsumeQueue.getOffsetInQueueByTime
+    // answers the last message's offset, the Rust broker the queue's end.
+    let last = match broker_impl() {
+        BrokerImpl::Java4 => 19,
+        BrokerImpl::Java5 | BrokerImpl::Rust => 20,
+    };
+    assert_eq!((start, end), (0, last), "queue 0 holds 20 messages");
     drop(pull.shutdown().await.expect("the consumer shuts down"));
 
     // A new consumer of the group starts after the committed offsets.

@@ -8,7 +8,8 @@
 //! - round robin without a key visits every writable queue equally;
 //! - a push consumer on the same runtime then reads everything back: per key, one queue, and
 //!   the queue order is the send order;
-//! - a topic the name server does not know fails with `NoRoute`.
+//! - a topic the name server does not know yet is created by the broker on the first send,
+//!   through the default topic's route (`TBW102`), as Java's producer does it.
 //!
 //! Needs `scripts/broker start` and `NAMESRV_ADDR`; fails (never skips) without them.
 
@@ -22,7 +23,7 @@ use consumer_core::producer::shard_index;
 use driver::prelude::*;
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
-use rocketmq_tests::{namesrv, unique};
+use rocketmq_tests::{namesrv, route, unique};
 
 /// Queues of the test topic.
 const QUEUES: usize = 8;
@@ -126,14 +127,31 @@ pub(crate) async fn sharded_sends_keep_per_key_order<R: Runtime>(prefix: &str) {
         "round robin spreads evenly"
     );
 
-    let missing = producer
-        .send(&unique("no-such-topic"), "x")
+    let fresh = unique("auto-created");
+    let created = producer
+        .send(&fresh, "first")
         .await
-        .expect_err("a topic nobody created has no route");
-    assert!(
-        matches!(missing, SendError::NoRoute { .. }),
-        "unexpected error for an unknown topic: {missing:?}"
-    );
+        .unwrap_or_else(|e| panic!("a new topic is created on its first send: {e}"));
+    assert_eq!(created.queue.topic(), fresh, "{created:?}");
+    assert_eq!(created.queue_offset, 0, "{created:?}");
+    // The broker registers the topic it created; its route has Java's default 4 queues.
+    let deadline = std::time::Instant::now() + WAIT;
+    let fresh_route = loop {
+        if let Some(found) = route(&namesrv, &fresh) {
+            break found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{fresh} never reached the name server"
+        );
+        broker_scenario::sleep::<R>(std::time::Duration::from_millis(200)).await;
+    };
+    let write_queues: i32 = fresh_route
+        .queue_datas
+        .iter()
+        .map(|q| q.write_queue_nums)
+        .sum();
+    assert_eq!(write_queues, 4, "{fresh_route:?}");
     producer.close();
     assert_eq!(
         producer.send(&topic, "late").await,
