@@ -1,0 +1,16 @@
+//! Interoperation with Apache's Java client (`rocketmq-client` at the broker's version, driven
+//! by `scripts/java-peer`) on the real local cluster, one scenario per module, all in this one
+//! test binary. Needs `scripts/broker start` (the Java 4.9 broker by default) and `NAMESRV_ADDR`;
+//! fails, never skips, without them, or without Java and Maven.
+
+#[path = "../../rocketmq-driver/tests/support/broker_scenario.rs"]
+mod broker_scenario;
+mod support;
+
+#[path = "interop/peer.rs"]
+mod peer;
+
+#[path = "interop/java_producer_to_rust.rs"]
+mod java_producer_to_rust;
+#[path = "interop/rust_producer_to_java.rs"]
+mod rust_producer_to_java;
