@@ -11,8 +11,8 @@ use crate::setup::since_epoch;
 
 use consumer_core::ConfigError;
 use consumer_core::producer::{
-    Attempts, Prepared, ProducerConfig, ProducerMessage, Retry, Routes, SendError, SendResult,
-    DEFAULT_TOPIC, UniqueIds, default_route_from_response, route_from_response, route_request,
+    Attempts, DEFAULT_TOPIC, Prepared, ProducerConfig, ProducerMessage, Retry, Routes, SendError,
+    SendResult, UniqueIds, default_route_from_response, route_from_response, route_request,
 };
 
 use crate::client::{CallError, Clients, lock};

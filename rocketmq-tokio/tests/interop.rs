@@ -10,7 +10,13 @@ mod support;
 #[path = "interop/peer.rs"]
 mod peer;
 
+#[path = "interop/admin.rs"]
+mod admin;
 #[path = "interop/java_producer_to_rust.rs"]
 mod java_producer_to_rust;
+#[path = "interop/mixed_group.rs"]
+mod mixed_group;
+#[path = "interop/retries.rs"]
+mod retries;
 #[path = "interop/rust_producer_to_java.rs"]
 mod rust_producer_to_java;

@@ -13,7 +13,8 @@ use proto::message::OutgoingMessage;
 use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 use rmq_cli::blocking::BlockingClient;
 use rocketmq_tests::{
-    TIMEOUT, any_broker, call, create_topic, heartbeat, master_of, namesrv, send_header, unique,
+    TIMEOUT, any_broker, broker_impl, call, create_topic, heartbeat, master_of, namesrv,
+    send_header, unique,
 };
 
 #[test]
@@ -139,6 +140,30 @@ fn offsets_membership_and_locks() {
     .header()
     .expect("query offset header");
     assert_eq!(committed.offset, 3);
+
+    // A commit below the stored offset (a reset, a seek back): Apache's brokers store it, the
+    // Rust broker 1.0 keeps the higher one (README, Compatibility).
+    let back = UpdateConsumerOffsetRequest {
+        commit_offset: 1,
+        ..update.clone()
+    };
+    let response = call(
+        &broker,
+        Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &back),
+    );
+    assert_eq!(
+        response.response_code(),
+        ResponseCode::SUCCESS,
+        "{response:?}"
+    );
+    let committed: QueryConsumerOffsetResponse = call(
+        &broker,
+        Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &query),
+    )
+    .header()
+    .expect("query offset header");
+    let expected = if broker_impl().is_java() { 1 } else { 3 };
+    assert_eq!(committed.offset, expected, "after committing 1 over 3");
 
     let queue = MessageQueue::new(&topic, &broker_name, 0);
     let lock = |client: &str| -> Vec<MessageQueue> {

@@ -471,14 +471,11 @@ impl Consumer {
         } else {
             self.settle(now, flight, outcome);
         }
-        if self.lifecycle == Lifecycle::Draining && self.in_flight.is_empty() {
-            self.finish_drain(now);
-        }
         self.after_input(now);
     }
 
-    /// Starts a graceful shutdown: no new pulls or deliveries; in-flight deliveries get up to
-    /// `shutdown_drain_timeout`; then offsets are committed, the client unregisters, and
+    /// Starts a graceful shutdown: no new pulls or deliveries; in-flight deliveries, and failed
+    /// messages being sent back, get up to `shutdown_drain_timeout`; then offsets are committed, the client unregisters, and
     /// [`Event::Closed`] reports what happened.
     pub fn shutdown(&mut self, now: Instant) {
         if self.lifecycle != Lifecycle::Running {
@@ -486,14 +483,12 @@ impl Consumer {
         }
         self.lifecycle = Lifecycle::Draining;
         self.timers.clear();
-        if self.in_flight.is_empty() {
-            self.finish_drain(now);
-        } else {
-            self.timers.set(
-                now + self.config.shutdown_drain_timeout,
-                Timer::ShutdownDrain,
-            );
-        }
+        // after_input finishes at once when nothing is outstanding; otherwise this bounds the
+        // wait (request deadlines were cleared with the other timers).
+        self.timers.set(
+            now + self.config.shutdown_drain_timeout,
+            Timer::ShutdownDrain,
+        );
         self.after_input(now);
     }
 
@@ -1900,7 +1895,23 @@ impl Consumer {
     // ----- helpers -----
 
     fn after_input(&mut self, now: Instant) {
+        if self.lifecycle == Lifecycle::Draining && self.drained() {
+            self.finish_drain(now);
+        }
         self.dispatch(now);
+    }
+
+    /// Whether a draining consumer has nothing left to wait for: no delivery in flight and no
+    /// failed message still on its way back to the broker. A message being sent back holds its
+    /// queue's commit point below it; committing before its answer would hand it to the next
+    /// owner from the topic as well as from `%RETRY%` (Java's consume threads send back
+    /// synchronously, and its shutdown waits for them, before the last offsets are persisted).
+    fn drained(&self) -> bool {
+        self.in_flight.is_empty()
+            && !self
+                .pending
+                .values()
+                .any(|p| matches!(p.kind, PendingKind::SendBack(_)))
     }
 
     fn queue_mut(&mut self, key: u64, epoch: u64) -> Option<&mut QueueState> {

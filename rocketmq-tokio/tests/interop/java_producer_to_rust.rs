@@ -73,13 +73,30 @@ fn java_producer_messages_reach_our_consumer_as_sent() {
         };
         let plain = produce(
             "plain",
-            &["--count", "40", "--tag", "TagA", "--keys", "order", "--prop", "color=red"],
+            &[
+                "--count",
+                "40",
+                "--tag",
+                "TagA",
+                "--keys",
+                "order",
+                "--prop",
+                "color=red",
+            ],
             None,
         );
-        let batched = produce("batch", &["--count", "20", "--batch", "5", "--tag", "TagB"], None);
+        let batched = produce(
+            "batch",
+            &["--count", "20", "--batch", "5", "--tag", "TagB"],
+            None,
+        );
         let big = produce("big", &["--count", "4", "--body-size", "6000"], Some(6000));
         let delayed = produce("delayed", &["--count", "3", "--delay-level", "1"], None);
-        assert_eq!((plain, batched, big, delayed), (40, 20, 4, 3), "the peer sent them all");
+        assert_eq!(
+            (plain, batched, big, delayed),
+            (40, 20, 4, 3),
+            "the peer sent them all"
+        );
 
         let (consumer, _owned) = build_tracked(
             &topic,
@@ -96,7 +113,9 @@ fn java_producer_messages_reach_our_consumer_as_sent() {
                     "{} of {} Java messages arrived; missing: {:?}",
                     got.len(),
                     sent.len(),
-                    sent.keys().filter(|id| !got.contains_key(*id)).collect::<Vec<_>>()
+                    sent.keys()
+                        .filter(|id| !got.contains_key(*id))
+                        .collect::<Vec<_>>()
                 ),
             }
         }

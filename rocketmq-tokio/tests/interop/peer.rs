@@ -148,7 +148,7 @@ impl JavaPeer {
 
     /// Asks the peer to shut down (SIGTERM: the Java consumer commits and unregisters, then
     /// prints its `done` line) and returns its remaining lines.
-    pub(crate) fn terminate(mut self) -> Vec<Value> {
+    pub(crate) fn terminate(&mut self) -> Vec<Value> {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();

@@ -37,7 +37,10 @@ fn java_consumer_gets_what_our_producer_sent() {
                 .send(&topic, message)
                 .await
                 .unwrap_or_else(|e| panic!("send {body}: {e}"));
-            sent.insert(result.msg_ids[0].clone(), (body, Some(format!("k{i}")), None));
+            sent.insert(
+                result.msg_ids[0].clone(),
+                (body, Some(format!("k{i}")), None),
+            );
         }
         for seq in 0..PER_KEY {
             for key in 0..KEYS {
@@ -58,8 +61,17 @@ fn java_consumer_gets_what_our_producer_sent() {
         let lines = JavaPeer::run(
             &ns,
             &[
-                "consume", "--group", &group, "--topic", &topic, "--from", "first", "--count",
-                &total, "--idle-exit", "5",
+                "consume",
+                "--group",
+                &group,
+                "--topic",
+                &topic,
+                "--from",
+                "first",
+                "--count",
+                &total,
+                "--idle-exit",
+                "5",
             ],
         );
         let mut got: BTreeMap<String, Vec<&serde_json::Value>> = BTreeMap::new();
@@ -75,7 +87,11 @@ fn java_consumer_gets_what_our_producer_sent() {
         );
         let mut per_key: BTreeMap<&str, Vec<(i64, i64, &str)>> = BTreeMap::new();
         for (id, deliveries) in &got {
-            assert_eq!(deliveries.len(), 1, "{id} delivered once to Java: {deliveries:?}");
+            assert_eq!(
+                deliveries.len(),
+                1,
+                "{id} delivered once to Java: {deliveries:?}"
+            );
             let line = deliveries[0];
             let (body, keys, sharding) = &sent[id];
             assert_eq!(text(line, "body"), body, "{id}");
@@ -96,7 +112,10 @@ fn java_consumer_gets_what_our_producer_sent() {
         for (key, mut messages) in per_key {
             messages.sort_by_key(|&(_, offset, _)| offset);
             let queues: Vec<_> = messages.iter().map(|m| m.0).collect();
-            assert!(queues.windows(2).all(|w| w[0] == w[1]), "{key} on one queue: {messages:?}");
+            assert!(
+                queues.windows(2).all(|w| w[0] == w[1]),
+                "{key} on one queue: {messages:?}"
+            );
             let order: Vec<_> = messages.iter().map(|m| m.2.to_owned()).collect();
             let expected: Vec<_> = (0..PER_KEY).map(|seq| format!("{key}/{seq}")).collect();
             assert_eq!(order, expected, "{key}: the queue holds the send order");
