@@ -12,10 +12,14 @@ mod peer;
 
 #[path = "interop/admin.rs"]
 mod admin;
+#[path = "interop/broadcast_offsets.rs"]
+mod broadcast_offsets;
 #[path = "interop/java_producer_to_rust.rs"]
 mod java_producer_to_rust;
 #[path = "interop/mixed_group.rs"]
 mod mixed_group;
+#[path = "interop/mixed_orderly.rs"]
+mod mixed_orderly;
 #[path = "interop/retries.rs"]
 mod retries;
 #[path = "interop/rust_producer_to_java.rs"]

@@ -5,7 +5,8 @@
 //!    bytes) with the producer, before anything is timed;
 //! 2. drains it in `E2E_RUNS` (7) rounds, each (a) with a bare pull loop: one `PULL_MESSAGE` of
 //!    32 in flight per queue and nothing else, the ceiling; (b) with the push consumer on tokio;
-//!    (c) on smol; (b1) and (c1) the same on one thread. The push consumers' handlers only
+//!    (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push consumer and
+//!    (k, k32) its lite pull consumer (`scripts/java-peer bench`). The handlers only
 //!    count, unless `E2E_HANDLER_US` gives each message that many µs of busy work. "vs bare"
 //!    is the median of the per-round ratios. Each drain runs in a
 //!    child process (this program re-executed with a role), which reports its wall time, CPU
@@ -103,13 +104,21 @@ fn parent() {
     // (b1) and (c1) run the same consumers on one thread: the broker shares this machine's
     // cores, and what a consumer costs it in thread hand-offs shows in their difference.
     let repeats: usize = env_or("E2E_RUNS", 7).max(1);
-    let roles = [
+    let mut roles = vec![
         ("(a) bare pull loop", "bare", None),
         ("(b) push consumer, tokio", "tokio", None),
         ("(c) push consumer, smol", "smol", None),
         ("(b1) tokio, 1 worker", "tokio", Some(1)),
         ("(c1) smol, 1 thread", "smol", Some(1)),
     ];
+    // Apache's Java client, the peer to beat (E2E_JAVA=0 leaves it out).
+    if env_or("E2E_JAVA", 1) != 0 {
+        roles.extend(
+            JAVA_ROLES
+                .iter()
+                .map(|(label, role, _)| (*label, *role, None)),
+        );
+    }
     let mut reports: Vec<Vec<Report>> = roles.iter().map(|_| Vec::new()).collect();
     for round in 1..=repeats {
         eprintln!("e2e: drain round {round} of {repeats} ...");
@@ -321,6 +330,38 @@ fn spawn_child(role: &str, threads: Option<usize>, args: &[&str]) -> std::proces
         .unwrap_or_else(|e| panic!("start the {role} child: {e}"))
 }
 
+/// The Java client's drains: label, role, and the arguments of `scripts/java-peer bench`.
+/// `DefaultMQPushConsumer`'s defaults already match ours (pulls of 32, one message per listener
+/// call, 20 consume threads); `DefaultLitePullConsumer` pulls 10 at a time unless told otherwise.
+const JAVA_ROLES: [(&str, &str, &[&str]); 3] = [
+    ("(j) Java push, defaults", "java-push", &["--mode", "push"]),
+    ("(k) Java lite pull", "java-lite", &["--mode", "lite-pull"]),
+    (
+        "(k32) Java lite, pulls of 32",
+        "java-lite32",
+        &["--mode", "lite-pull", "--pull-batch-size", "32"],
+    ),
+];
+
+/// Starts `scripts/java-peer bench` for a Java role (its stdout piped): a new group draining
+/// `topic` from the first offset.
+fn spawn_java(role: &str, namesrv: &str, topic: &str, messages: usize) -> std::process::Child {
+    let (_, _, args) = JAVA_ROLES
+        .iter()
+        .find(|(_, name, _)| *name == role)
+        .unwrap_or_else(|| panic!("{role} is not a Java role"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/java-peer");
+    Process::new(script)
+        .arg("bench")
+        .args(*args)
+        .args(["--namesrv", namesrv, "--topic", topic])
+        .args(["--group", &format!("e2e-{role}-{}", stamp())])
+        .args(["--count", &messages.to_string(), "--timeout-s", "240"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {script}: {e}"))
+}
+
 /// Runs a drain child and returns its report.
 fn run_child(
     role: &str,
@@ -329,7 +370,11 @@ fn run_child(
     topic: &str,
     messages: usize,
 ) -> Report {
-    let mut child = spawn_child(role, threads, &[namesrv, topic, &messages.to_string()]);
+    let mut child = if role.starts_with("java-") {
+        spawn_java(role, namesrv, topic, messages)
+    } else {
+        spawn_child(role, threads, &[namesrv, topic, &messages.to_string()])
+    };
     let stdout = child.stdout.take().expect("the child's stdout is piped");
     let line = read_line_within(stdout, CHILD_TIMEOUT)
         .unwrap_or_else(|| panic!("the {role} child reported nothing within {CHILD_TIMEOUT:?}"));

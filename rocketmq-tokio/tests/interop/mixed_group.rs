@@ -1,9 +1,10 @@
 //! A consumer group with members in both languages: Java's `DefaultMQPushConsumer` and ours,
 //! both with `AllocateMessageQueueAveragely`, then both with
 //! `AllocateMessageQueueConsistentHash`. Once settled every queue has exactly one owner across
-//! the two (Java's side read from its rebalance result, ours from its assignment events), the
-//! messages sent meanwhile are each consumed once, and when the Java member leaves ours takes
-//! every queue and nothing sent after is lost.
+//! the two (Java's side read from its rebalance result, ours from its assignment events) and the
+//! messages sent meanwhile are each consumed once. Then the Java member leaves and ours takes
+//! every queue; a new Java member joins and they share again; ours leaves and Java takes every
+//! queue. Nothing sent across these changes is lost.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -32,30 +33,38 @@ fn consistent_hash_mixed_group_shares_every_queue_once() {
     );
 }
 
-/// The two members and what each consumed.
+/// The members, and what they consumed.
 struct Members {
     topic: String,
     java: JavaPeer,
     java_owned: BTreeSet<i32>,
-    ours: Consuming,
-    /// Body -> deliveries, over both members.
+    /// Ours, until it leaves.
+    ours: Option<Consuming>,
+    /// Body -> deliveries, over all members.
     consumed: BTreeMap<String, usize>,
-    /// Deliveries to the Java member, and to ours.
+    /// Deliveries to Java members, and to ours.
     by_java: usize,
     by_ours: usize,
 }
 
 impl Members {
-    /// Reads what both members did during about 100 ms.
+    /// The queue ids ours owns now (none once it left).
+    fn ours_owned(&self) -> BTreeSet<i32> {
+        self.ours
+            .as_ref()
+            .map(|c| c.owned.get())
+            .unwrap_or_default()
+    }
+
+    /// Reads what the members did during about 100 ms.
     async fn pump(&mut self) {
         while let Some(line) = self.java.next_line(Duration::from_millis(50)) {
             self.java_line(&line);
         }
-        for body in self
-            .ours
-            .during::<TokioRuntime>(Duration::from_millis(50))
-            .await
-        {
+        let Some(ours) = self.ours.as_mut() else {
+            return;
+        };
+        for body in ours.during::<TokioRuntime>(Duration::from_millis(50)).await {
             *self.consumed.entry(body).or_default() += 1;
             self.by_ours += 1;
         }
@@ -83,19 +92,19 @@ impl Members {
         }
     }
 
-    /// Pumps until `settled(java, ours)` holds, failing after [`WAIT`].
+    /// Pumps until `settled(java's queues, ours)` holds, failing after [`WAIT`].
     async fn until(
         &mut self,
         what: &str,
         settled: impl Fn(&BTreeSet<i32>, &BTreeSet<i32>) -> bool,
     ) {
         let deadline = Instant::now() + WAIT;
-        while !settled(&self.java_owned, &self.ours.owned.get()) {
+        while !settled(&self.java_owned, &self.ours_owned()) {
             assert!(
                 Instant::now() < deadline,
                 "{what}: not within {WAIT:?}; Java owns {:?}, ours {:?}",
                 self.java_owned,
-                self.ours.owned.get()
+                self.ours_owned()
             );
             self.pump().await;
         }
@@ -123,26 +132,24 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
         let topic = Topic::create("interop-mixed", QUEUES);
         let group = unique("interop-mixed");
         let all: BTreeSet<i32> = (0..QUEUES).collect();
-        let java = JavaPeer::start(
-            &topic.namesrv,
-            &[
-                "consume",
-                "--group",
-                &group,
-                "--topic",
-                &topic.name,
-                "--from",
-                "first",
-                "--strategy",
-                java_strategy,
-                "--rebalance-interval-ms",
-                "1000",
-                "--duration-s",
-                "150",
-                "--timeout-s",
-                "160",
-            ],
-        );
+        let java_args = [
+            "consume",
+            "--group",
+            &group,
+            "--topic",
+            &topic.name,
+            "--from",
+            "first",
+            "--strategy",
+            java_strategy,
+            "--rebalance-interval-ms",
+            "1000",
+            "--duration-s",
+            "150",
+            "--timeout-s",
+            "160",
+        ];
+        let java = JavaPeer::start(&topic.namesrv, &java_args);
         let ours = start_built(
             &topic,
             builder::<TokioRuntime>(&topic, &group, "*", ConsumeFrom::First).configure(|c| {
@@ -154,7 +161,7 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
             topic: topic.name.clone(),
             java,
             java_owned: BTreeSet::new(),
-            ours,
+            ours: Some(ours),
             consumed: BTreeMap::new(),
             by_java: 0,
             by_ours: 0,
@@ -173,7 +180,7 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
         let first = topic.send("shared", 160, None);
         members.consume(&first).await;
         // Still shared the same way, and in a settled group nothing is delivered twice.
-        assert!(shared(&members.java_owned, &members.ours.owned.get()));
+        assert!(shared(&members.java_owned, &members.ours_owned()));
         let twice: Vec<_> = members.consumed.iter().filter(|(_, n)| **n > 1).collect();
         assert!(
             twice.is_empty(),
@@ -186,10 +193,9 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
             members.by_ours
         );
 
-        // The Java member leaves: ours takes every queue, and nothing sent after is lost.
-        let left = members.java.terminate();
-        for line in &left {
-            members.java_line(line);
+        // The Java member leaves: ours takes every queue.
+        for line in members.java.terminate() {
+            members.java_line(&line);
         }
         members
             .until("ours owns every queue after Java left", |_, ours| {
@@ -198,6 +204,33 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
             .await;
         let second = topic.send("alone", 80, None);
         members.consume(&second).await;
-        drop(members.ours.shutdown().await);
+
+        // A new Java member joins and they share again; then ours leaves and Java takes all.
+        members.java = JavaPeer::start(&topic.namesrv, &java_args);
+        members.java_owned.clear();
+        members
+            .until("a new Java member shares the queues", shared)
+            .await;
+        if let Some(ours) = members.ours.take() {
+            drop(ours.shutdown().await);
+        }
+        members
+            .until("Java owns every queue after ours left", |java, _| {
+                *java == all
+            })
+            .await;
+        let third = topic.send("java-alone", 80, None);
+        members.consume(&third).await;
+        let lost: Vec<_> = first
+            .iter()
+            .chain(&second)
+            .chain(&third)
+            .filter(|b| !members.consumed.contains_key(*b))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "lost across the membership changes: {lost:?}"
+        );
+        members.java.terminate();
     });
 }

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -84,30 +84,7 @@ impl JavaPeer {
 
     /// The next line, or `None` when the peer closed its output or `timeout` passed.
     pub(crate) fn next_line(&mut self, timeout: Duration) -> Option<Value> {
-        match self.lines.recv_timeout(timeout) {
-            Ok(line) => Some(line),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
-    }
-
-    /// Reads lines until one has `"event": event`, handing each line read on the way (that one
-    /// included) to `seen`; fails the test after [`PEER_WAIT`].
-    pub(crate) fn until_event(&mut self, event: &str, mut seen: impl FnMut(&Value)) -> Value {
-        let deadline = Instant::now() + PEER_WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Some(line) = self.next_line(left) else {
-                panic!(
-                    "{}: no {event:?} line within {PEER_WAIT:?}; stderr:\n{}",
-                    self.what,
-                    self.stderr_tail()
-                );
-            };
-            seen(&line);
-            if line["event"] == event {
-                return line;
-            }
-        }
+        self.lines.recv_timeout(timeout).ok()
     }
 
     /// Waits for the peer to exit and returns the lines it printed meanwhile; fails the test

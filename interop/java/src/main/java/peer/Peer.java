@@ -30,7 +30,9 @@ public final class Peer {
         "  admin running-info --group G --client-id C [--jstack]",
         "  admin consume-directly --group G --client-id C --msg-id M [--topic T]",
         "  admin rebalance --group G",
-        "  (admin subcommands also take --rpc-timeout-ms MS, default 10000)");
+        "  (admin subcommands also take --rpc-timeout-ms MS, default 10000)",
+        "  bench --mode push|lite-pull --group G --topic T --count N [--pull-batch-size B]",
+        "          [--consume-batch-size B] [--consume-threads T]   (one e2e child report line)");
 
     private Peer() {}
 
@@ -66,6 +68,8 @@ public final class Peer {
                 return new LitePull(rest).run();
             case "admin":
                 return Admin.run(rest);
+            case "bench":
+                return new Bench(rest).run();
             case "help":
             case "--help":
             case "-h":
