@@ -216,7 +216,7 @@ impl PublishRoute {
     }
 
     /// The queues a producer writes to `topic` before any broker has it: those of
-    /// [`DEFAULT_TOPIC`]'s route, at most [`DEFAULT_TOPIC_QUEUE_NUMS`] per broker, as Java's
+    /// [`DEFAULT_TOPIC`]'s route, at most 4 queues per broker (`defaultTopicQueueNums`), as Java's
     /// `MQClientInstance.updateTopicRouteInfoFromNameServer(topic, isDefault = true, ..)` builds
     /// them. A broker with `autoCreateTopicEnable` creates the topic on the first send, from the
     /// `defaultTopic` the send header names (`AbstractSendMessageProcessor.msgCheck`).

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
-use rocketmq_tests::unique;
+use rocketmq_tests::{BrokerImpl, broker_impl, unique};
 use rocketmq_tokio::{ConsumeFrom, Message, TokioRuntime};
 use serde_json::Value;
 
@@ -142,13 +142,16 @@ fn java_producer_messages_reach_our_consumer_as_sent() {
             match text(line, "batch") {
                 "plain" => assert_eq!(message.color.as_deref(), Some("red"), "{id}: property"),
                 "delayed" => {
-                    assert_eq!(message.delay.as_deref(), Some("1"), "{id}: DELAY property");
                     // Level 1 is 1 s: the schedule service stores it again after the delay.
                     assert!(
                         message.stored - message.born >= 1_000,
                         "{id} arrived {} ms after it was born",
                         message.stored - message.born
                     );
+                    // Java's ScheduleMessageService keeps the DELAY property on the copy it
+                    // stores in the topic; the Rust broker 1.0 drops it.
+                    let delay = (broker_impl() != BrokerImpl::Rust).then_some("1");
+                    assert_eq!(message.delay.as_deref(), delay, "{id}: DELAY property");
                 }
                 _ => {}
             }
