@@ -21,19 +21,16 @@ const BATCH: usize = 20;
 fn java_run(topic: &Topic, group: &str, dir: &Path, count: usize) -> (BTreeSet<String>, PathBuf) {
     let dir = dir.to_string_lossy();
     let count = count.to_string();
-    let lines = JavaPeer::run(
+    let lines = JavaPeer::consume(
         &topic.namesrv,
+        group,
+        &topic.name,
         &[
-            "consume",
             "--broadcasting",
             "--offset-dir",
             &dir,
             "--instance",
             "bc-java",
-            "--group",
-            group,
-            "--topic",
-            &topic.name,
             "--from",
             "first",
             "--count",
@@ -41,7 +38,8 @@ fn java_run(topic: &Topic, group: &str, dir: &Path, count: usize) -> (BTreeSet<S
             "--idle-exit",
             "3",
         ],
-    );
+    )
+    .finish();
     let started = events(&lines, "started").next().expect("a started line");
     let file = PathBuf::from(text(started, "offset_file"));
     let bodies = events(&lines, "message")

@@ -133,11 +133,6 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
         let group = unique("interop-mixed");
         let all: BTreeSet<i32> = (0..QUEUES).collect();
         let java_args = [
-            "consume",
-            "--group",
-            &group,
-            "--topic",
-            &topic.name,
             "--from",
             "first",
             "--strategy",
@@ -149,7 +144,7 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
             "--timeout-s",
             "160",
         ];
-        let java = JavaPeer::start(&topic.namesrv, &java_args);
+        let java = JavaPeer::consume(&topic.namesrv, &group, &topic.name, &java_args);
         let ours = start_built(
             &topic,
             builder::<TokioRuntime>(&topic, &group, "*", ConsumeFrom::First).configure(|c| {
@@ -206,7 +201,7 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
         members.consume(&second).await;
 
         // A new Java member joins and they share again; then ours leaves and Java takes all.
-        members.java = JavaPeer::start(&topic.namesrv, &java_args);
+        members.java = JavaPeer::consume(&topic.namesrv, &group, &topic.name, &java_args);
         members.java_owned.clear();
         members
             .until("a new Java member shares the queues", shared)

@@ -97,31 +97,26 @@ fn mixed_orderly_group_keeps_each_queue_in_order() {
         let topic = Topic::create("interop-orderly", QUEUES);
         let ns = topic.namesrv.clone();
         let group = unique("interop-orderly");
-        let java_args = |instance: &'static str| {
-            vec![
-                "consume".to_owned(),
-                "--mode".into(),
-                "orderly".into(),
-                "--group".into(),
-                group.clone(),
-                "--topic".into(),
-                topic.name.clone(),
-                "--from".into(),
-                "first".into(),
-                "--instance".into(),
-                instance.into(),
-                "--rebalance-interval-ms".into(),
-                "1000".into(),
-                "--duration-s".into(),
-                "150".into(),
-                "--timeout-s".into(),
-                "160".into(),
-            ]
-        };
-        let start_java = |instance: &'static str| {
-            let args = java_args(instance);
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            JavaPeer::start(&ns, &args)
+        let start_java = |instance: &str| {
+            JavaPeer::consume(
+                &ns,
+                &group,
+                &topic.name,
+                &[
+                    "--mode",
+                    "orderly",
+                    "--from",
+                    "first",
+                    "--instance",
+                    instance,
+                    "--rebalance-interval-ms",
+                    "1000",
+                    "--duration-s",
+                    "150",
+                    "--timeout-s",
+                    "160",
+                ],
+            )
         };
         let mut java1 = start_java("orderly-j1");
 

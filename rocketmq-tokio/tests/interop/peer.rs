@@ -82,6 +82,13 @@ impl JavaPeer {
         Self::start(namesrv, args).finish()
     }
 
+    /// Starts `consume --group group --topic topic` followed by `extra`: a Java push consumer.
+    pub(crate) fn consume(namesrv: &str, group: &str, topic: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["consume", "--group", group, "--topic", topic];
+        args.extend_from_slice(extra);
+        Self::start(namesrv, &args)
+    }
+
     /// The next line, or `None` when the peer closed its output or `timeout` passed.
     pub(crate) fn next_line(&mut self, timeout: Duration) -> Option<Value> {
         self.lines.recv_timeout(timeout).ok()

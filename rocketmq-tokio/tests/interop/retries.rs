@@ -126,14 +126,11 @@ fn our_retries_reach_a_java_member_and_its_dead_letters() {
         assert!(first.iter().all(|d| d.reconsume_times == 0), "{first:?}");
 
         // Java's first retry of a message comes after delay level 3 (10 s).
-        let lines = JavaPeer::run(
+        let lines = JavaPeer::consume(
             &namesrv(),
+            &group,
+            &topic.name,
             &[
-                "consume",
-                "--group",
-                &group,
-                "--topic",
-                &topic.name,
                 "--always-fail",
                 "--max-reconsume-times",
                 "1",
@@ -144,7 +141,8 @@ fn our_retries_reach_a_java_member_and_its_dead_letters() {
                 "--timeout-s",
                 "80",
             ],
-        );
+        )
+        .finish();
         let mut retried = BTreeMap::new();
         for line in events(&lines, "message") {
             assert_eq!(
@@ -176,14 +174,11 @@ fn java_retries_reach_our_member_and_its_dead_letters() {
         let topic = Topic::create("interop-retry-j2r", 2);
         let group = unique("interop-retry-j2r");
         let sent = send(&topic, "j2r").await;
-        let lines = JavaPeer::run(
+        let lines = JavaPeer::consume(
             &namesrv(),
+            &group,
+            &topic.name,
             &[
-                "consume",
-                "--group",
-                &group,
-                "--topic",
-                &topic.name,
                 "--from",
                 "first",
                 "--always-fail",
@@ -192,7 +187,8 @@ fn java_retries_reach_our_member_and_its_dead_letters() {
                 "--timeout-s",
                 "60",
             ],
-        );
+        )
+        .finish();
         assert_eq!(events(&lines, "message").count(), MESSAGES, "{lines:?}");
 
         let retried = ours_failing_all(&topic, &group, Some(1), |d| d.len() >= MESSAGES).await;

@@ -58,22 +58,13 @@ fn java_consumer_gets_what_our_producer_sent() {
 
         let total = (PLAIN + KEYS * PER_KEY).to_string();
         let group = unique("interop-r2j-java");
-        let lines = JavaPeer::run(
+        let lines = JavaPeer::consume(
             &ns,
-            &[
-                "consume",
-                "--group",
-                &group,
-                "--topic",
-                &topic,
-                "--from",
-                "first",
-                "--count",
-                &total,
-                "--idle-exit",
-                "5",
-            ],
-        );
+            &group,
+            &topic,
+            &["--from", "first", "--count", &total, "--idle-exit", "5"],
+        )
+        .finish();
         let mut got: BTreeMap<String, Vec<&serde_json::Value>> = BTreeMap::new();
         for line in events(&lines, "message") {
             got.entry(text(line, "msg_id").to_owned())
