@@ -55,6 +55,9 @@ pub struct Consumer {
     namesrv_index: usize,
     conns: Connections,
     pending: BTreeMap<i32, Pending>,
+    /// Confirmed commits (`commit`, final) waiting for the one in flight to their broker:
+    /// see [`Consumer::request_commit`].
+    commit_chains: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
     next_opaque: i32,
     timers: TimerQueue,
     /// Owned queues by key; keys are never reused, so a key names one assignment.
@@ -145,6 +148,11 @@ enum PendingKind {
 }
 
 impl PendingKind {
+    /// A confirmed `UPDATE_CONSUMER_OFFSET`, sent through [`Consumer::request_commit`].
+    fn is_commit(&self) -> bool {
+        matches!(self, Self::Commit(..) | Self::FinalCommit(..))
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Self::Route(_) => "GET_ROUTEINFO_BY_TOPIC",
@@ -177,6 +185,9 @@ struct QueueState {
     pull_broker_id: i64,
     max_offset: i64,
     persisted: Option<i64>,
+    /// A commit of this queue's life went to the broker: the periodic persist repeats it even
+    /// unchanged (see `persist_offsets`); a queue that never moved commits nothing.
+    committed_once: bool,
     /// Orderly: the broker lock counts as held until then.
     lease: Option<Instant>,
     /// Poll mode without auto-commit: the position the application last committed.
@@ -258,6 +269,7 @@ impl Consumer {
             namesrv_index: (seed as usize) % config.name_servers.len(),
             conns: Connections::default(),
             pending: BTreeMap::new(),
+            commit_chains: BTreeMap::new(),
             next_opaque: 1,
             timers: TimerQueue::default(),
             queues: BTreeMap::new(),
@@ -742,6 +754,9 @@ impl Consumer {
     }
 
     fn request_failed(&mut self, now: Instant, pending: Pending, reason: FailureReason) {
+        if pending.kind.is_commit() {
+            self.send_next_commit(now, &pending.addr);
+        }
         self.outputs.push_back(Output::Event(Event::RequestFailed {
             addr: pending.addr.clone(),
             request: pending.kind.name(),
@@ -806,6 +821,9 @@ impl Consumer {
     }
 
     fn handle_response(&mut self, now: Instant, pending: Pending, response: Command) {
+        if pending.kind.is_commit() {
+            self.send_next_commit(now, &pending.addr);
+        }
         let code = response.response_code();
         let refused = |response: &Command| FailureReason::Refused(code, response.remark.clone());
         match pending.kind.clone() {
@@ -1426,9 +1444,16 @@ impl Consumer {
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
             return;
         };
-        // Piggy-back the commit on the pull, on masters only (`PullAPIWrapper.pullKernelImpl`).
-        let commit_flag =
-            commit > 0 && is_master && self.config.message_model == MessageModel::Clustering;
+        // Piggy-back the commit on the pull, on masters only (`PullAPIWrapper.pullKernelImpl`),
+        // and only when it moved since last stored: Apache's brokers handle pulls and
+        // `UPDATE_CONSUMER_OFFSET` on different thread pools and store a lower offset as given,
+        // so a pull repeating an old offset could land after a later commit (the final one at
+        // shutdown, say) and take the group back. Java sends it on every pull.
+        let moved = state.persisted.is_none_or(|p| commit > p);
+        let commit_flag = commit > 0
+            && moved
+            && is_master
+            && self.config.message_model == MessageModel::Clustering;
         let header = PullMessageRequest {
             consumer_group: self.config.group.clone(),
             topic: mq.topic().to_owned(),
@@ -1448,6 +1473,7 @@ impl Consumer {
             state.phase = Phase::Pulling;
             if commit_flag {
                 state.persisted = Some(state.persisted.map_or(commit, |p| p.max(commit)));
+                state.committed_once = true;
             }
         }
         self.request(
@@ -1721,14 +1747,20 @@ impl Consumer {
 
     // ----- offsets -----
 
+    /// Every `persist_interval`: the offset of every started queue, moved or not, as Java's
+    /// `RemoteBrokerOffsetStore.persistAll` sends its whole table. Sending an unchanged offset
+    /// again repairs one the broker lost or overwrote: a first commit lost in Apache 4.9's
+    /// offset-map race (see `request_commit`), or a later commit overwritten by an earlier
+    /// pull's piggy-backed offset that another broker thread handled after it.
     fn persist_offsets(&mut self, now: Instant) {
         let mut due = Vec::new();
         for state in self.queues.values_mut() {
             let offset = state.commit_point();
-            if matches!(state.phase, Phase::Idle | Phase::Pulling)
-                && state.persisted.is_none_or(|p| offset > p)
-            {
+            let moved = state.persisted.is_none_or(|p| offset > p);
+            let again = state.committed_once && state.persisted == Some(offset);
+            if matches!(state.phase, Phase::Idle | Phase::Pulling) && (moved || again) {
                 state.persisted = Some(offset);
+                state.committed_once = true;
                 due.push((state.mq.clone(), offset));
             }
         }
@@ -1760,6 +1792,43 @@ impl Consumer {
                 .map(|(mq, offset)| (mq.clone(), *offset))
                 .collect();
             self.outputs.push_back(Output::StoreOffsets(table));
+        }
+    }
+
+    /// Sends a confirmed commit to `addr`, or queues it behind the one in flight there.
+    ///
+    /// One at a time per broker because Apache 4.9's `ConsumerOffsetManager.commitOffset`
+    /// creates a group's per-topic offset map with a plain get-then-put: two first commits of
+    /// one topic handled at once by the broker's 32 consume-manage threads can each make a map,
+    /// and one replaces the other with its queue's offset lost (the broker then answers "no
+    /// offset" for that queue). Seen with four pipelined commits of a lite pull consumer. The
+    /// answer of one commit is the broker's word that it is stored, so the next cannot race it.
+    fn request_commit(&mut self, now: Instant, addr: &str, command: Command, kind: PendingKind) {
+        let in_flight = self
+            .pending
+            .values()
+            .any(|p| p.addr == addr && p.kind.is_commit());
+        if in_flight {
+            self.commit_chains
+                .entry(addr.to_owned())
+                .or_default()
+                .push_back((command, kind));
+        } else {
+            self.request(now, addr, command, kind);
+        }
+    }
+
+    /// The commit in flight to `addr` was answered or failed: sends the next one queued.
+    fn send_next_commit(&mut self, now: Instant, addr: &str) {
+        let Some(chain) = self.commit_chains.get_mut(addr) else {
+            return;
+        };
+        let next = chain.pop_front();
+        if chain.is_empty() {
+            self.commit_chains.remove(addr);
+        }
+        if let Some((command, kind)) = next {
+            self.request(now, addr, command, kind);
         }
     }
 
@@ -1813,7 +1882,7 @@ impl Consumer {
                 continue;
             };
             let command = self.commit_command(&mq, offset);
-            self.request(now, &addr, command, PendingKind::FinalCommit(mq, offset));
+            self.request_commit(now, &addr, command, PendingKind::FinalCommit(mq, offset));
         }
         let addrs: BTreeSet<String> = self
             .brokers
@@ -1846,7 +1915,8 @@ impl Consumer {
         let committing = self
             .pending
             .values()
-            .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)));
+            .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)))
+            || !self.commit_chains.is_empty();
         // Orderly: unlock only once the final offsets are stored, so the next owner of a queue
         // cannot lock it and read an offset that is about to move.
         if !committing && !self.unlock_sent {
@@ -1878,6 +1948,18 @@ impl Consumer {
             })
             .collect();
         self.report.uncommitted.extend(unanswered);
+        let unsent = std::mem::take(&mut self.commit_chains);
+        self.report
+            .uncommitted
+            .extend(
+                unsent
+                    .into_values()
+                    .flatten()
+                    .filter_map(|(_, kind)| match kind {
+                        PendingKind::FinalCommit(mq, _) => Some(mq),
+                        _ => None,
+                    }),
+            );
         self.pending.clear();
         self.timers.clear();
         self.lifecycle = Lifecycle::Closed;
@@ -1953,6 +2035,7 @@ impl Consumer {
                 pull_broker_id: 0,
                 max_offset: 0,
                 persisted: start,
+                committed_once: false,
                 lease,
                 manual_commit: manual.then_some(offset),
             },

@@ -228,6 +228,7 @@ impl Consumer {
                 state.manual_commit = Some(offset);
             }
             state.persisted = Some(offset);
+            state.committed_once = true;
             stored.push((state.mq.clone(), offset));
         }
         let queues = stored.iter().map(|(mq, _)| mq.clone()).collect();
@@ -243,7 +244,9 @@ impl Consumer {
         for (mq, offset) in stored {
             let command = self.commit_command(&mq, offset);
             match self.master_addr(mq.broker_name()) {
-                Some(addr) => self.request(now, &addr, command, PendingKind::Commit(mq, offset)),
+                Some(addr) => {
+                    self.request_commit(now, &addr, command, PendingKind::Commit(mq, offset));
+                }
                 None => self.outputs.push_back(Output::Event(Event::RequestFailed {
                     addr: String::new(),
                     request: "UPDATE_CONSUMER_OFFSET",

@@ -270,11 +270,12 @@ pub(crate) async fn commit_and_shutdown_mid_batch<R: Runtime>(prefix: &str) {
     let second = topic.send("second", MESSAGES, None);
     let mut pull = build(true);
     let head = read_n(&mut pull, 3).await;
-    drop(pull.shutdown().await.expect("the consumer shuts down"));
+    let report = pull.shutdown().await.expect("the consumer shuts down");
     assert_eq!(
         committed_on_broker(),
         43,
-        "shutdown commits what was read, not the unread rest of the batch"
+        "shutdown commits what was read, not the unread rest of the batch: {report:?}; {:?}",
+        rmq_cli::admin::offsets(&topic.namesrv, &group, &topic.name)
     );
     let rest = rest_of(&second, &head);
     let mut next = build(true);
