@@ -27,6 +27,8 @@ struct Delivery {
     msg_id: String,
     topic: String,
     reconsume_times: i32,
+    /// `ORIGIN_MESSAGE_ID`, which the broker sets on a retry copy.
+    origin: Option<String>,
 }
 
 /// Sends [`MESSAGES`] messages with our producer; returns msg id -> body.
@@ -74,6 +76,7 @@ async fn ours_failing_all(
                     msg_id: m.msg_id(),
                     topic: m.topic().to_owned(),
                     reconsume_times: m.reconsume_times(),
+                    origin: m.property("ORIGIN_MESSAGE_ID").map(str::to_owned),
                 });
             }
             std::future::ready(ConsumeOutcome::ReconsumeLater)
@@ -156,6 +159,12 @@ fn our_retries_reach_a_java_member_and_its_dead_letters() {
                 topic.name.as_str(),
                 "{line}"
             );
+            assert!(
+                line["properties"]["ORIGIN_MESSAGE_ID"]
+                    .as_str()
+                    .is_some_and(|id| !id.is_empty()),
+                "the broker names the original: {line}"
+            );
             *retried.entry(text(line, "msg_id").to_owned()).or_insert(0) += 1;
         }
         assert_eq!(
@@ -199,6 +208,10 @@ fn java_retries_reach_our_member_and_its_dead_letters() {
                 "ours restores the topic: {delivery:?}"
             );
             assert_eq!(delivery.reconsume_times, 1, "{delivery:?}");
+            assert!(
+                delivery.origin.as_ref().is_some_and(|id| !id.is_empty()),
+                "the broker names the original: {delivery:?}"
+            );
             *ids.entry(delivery.msg_id.clone()).or_insert(0) += 1;
         }
         assert_eq!(
