@@ -110,7 +110,14 @@ async fn run<R: Runtime>(
     if options.broadcast {
         builder = builder.broadcasting();
     }
-    let consumer = builder.build().map_err(|e| e.to_string())?;
+    // Whether the cluster ever gave this consumer a queue, and the last request that failed:
+    // a run that never got a queue ends with an error naming that failure, not a quiet exit 0.
+    let reach = Arc::new(Reach::default());
+    let observed = Arc::clone(&reach);
+    let consumer = builder
+        .build()
+        .map_err(|e| e.to_string())?
+        .on_event(move |event| observed.observe(event));
     // Messages carry the address of the broker that stored them; the route names it.
     let mut broker_names = BrokerNames::new(&options.namesrv, &options.topic);
     // Each handler waits for the printer's verdict, so a message that arrives after `--count`
@@ -177,7 +184,54 @@ async fn run<R: Runtime>(
     }
     // Deliveries still queued get no verdict and are redelivered later.
     drop(rx);
-    running.shutdown().await.map_err(|e| e.to_string())
+    let report = running.shutdown().await.map_err(|e| e.to_string())?;
+    if seen == 0 && !reach.assigned.load(Ordering::Relaxed) {
+        let last = reach
+            .last_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        return Err(match last {
+            Some(failure) => format!(
+                "no queue of {} was ever assigned (name server {}); last failure: {failure}",
+                options.topic, options.namesrv
+            ),
+            None => format!(
+                "no queue of {} was ever assigned (name server {})",
+                options.topic, options.namesrv
+            ),
+        });
+    }
+    Ok(report)
+}
+
+/// What `rmq consume` learns from the consumer's events about reaching the cluster.
+#[derive(Debug, Default)]
+struct Reach {
+    assigned: AtomicBool,
+    last_failure: Mutex<Option<String>>,
+}
+
+impl Reach {
+    fn observe(&self, event: &driver::Event) {
+        match event {
+            driver::Event::Assigned(queues) if !queues.is_empty() => {
+                self.assigned.store(true, Ordering::Relaxed);
+            }
+            driver::Event::RequestFailed {
+                addr,
+                request,
+                reason,
+            } => {
+                *self
+                    .last_failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    Some(format!("{request} to {addr}: {reason:?}"));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What the consumer has read so far, shared with the thread that draws the live line.

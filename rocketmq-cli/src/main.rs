@@ -13,6 +13,10 @@ use rmq_cli::{admin, consume, decode, produce, progress};
     about = "RocketMQ remoting tool: decode captured frames, query a cluster"
 )]
 struct Cli {
+    /// More log output on stderr: `-v` info, `-vv` debug (warnings and errors by default;
+    /// `RUST_LOG`, e.g. `RUST_LOG=rocketmq_driver=debug`, overrides both).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -128,6 +132,7 @@ enum TopicCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -135,6 +140,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Sends the library's `tracing` events to stderr, so an operator sees a broker that refuses
+/// connections or answers garbage (the driver warns) instead of a silent run; stdout stays the
+/// JSON lines. Warnings and errors by default, as tracing users expect; `RUST_LOG` wins.
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_target(true)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 fn run(command: Cmd) -> Result<(), String> {
