@@ -2,6 +2,10 @@
 //! warnings reach stderr (`rmq` logs warnings by default), and the run ends with exit status 1
 //! and one line naming what never worked, instead of a quiet "committed 0 queues" and exit 0.
 
+#[allow(
+    dead_code,
+    reason = "this scenario needs only `rmq`, not the cluster helpers"
+)]
 mod support;
 
 use support::rmq;
