@@ -112,58 +112,44 @@ fn offsets_membership_and_locks() {
     let found: SearchOffsetResponse = search.header().expect("search header");
     assert_eq!(found.offset, 0, "time 0 is before every message");
 
-    let update = UpdateConsumerOffsetRequest {
-        consumer_group: group.clone(),
-        topic: topic.clone(),
-        queue_id: 1,
-        commit_offset: 3,
+    // Commits `offset` for queue 1, then reads back what the broker holds.
+    let commit_then_query = |offset: i64| -> i64 {
+        let update = UpdateConsumerOffsetRequest {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: 1,
+            commit_offset: offset,
+        };
+        let response = call(
+            &broker,
+            Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &update),
+        );
+        assert_eq!(
+            response.response_code(),
+            ResponseCode::SUCCESS,
+            "{response:?}"
+        );
+        let query = QueryConsumerOffsetRequest {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: 1,
+            set_zero_if_not_found: None,
+        };
+        let committed: QueryConsumerOffsetResponse = call(
+            &broker,
+            Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &query),
+        )
+        .header()
+        .expect("query offset header");
+        committed.offset
     };
-    let response = call(
-        &broker,
-        Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &update),
-    );
-    assert_eq!(
-        response.response_code(),
-        ResponseCode::SUCCESS,
-        "{response:?}"
-    );
-    let query = QueryConsumerOffsetRequest {
-        consumer_group: group.clone(),
-        topic: topic.clone(),
-        queue_id: 1,
-        set_zero_if_not_found: None,
-    };
-    let committed: QueryConsumerOffsetResponse = call(
-        &broker,
-        Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &query),
-    )
-    .header()
-    .expect("query offset header");
-    assert_eq!(committed.offset, 3);
+    assert_eq!(commit_then_query(3), 3);
 
     // A commit below the stored offset (a reset, a seek back): Apache's brokers store it, the
     // Rust broker 1.0 keeps the higher one (README, Compatibility).
-    let back = UpdateConsumerOffsetRequest {
-        commit_offset: 1,
-        ..update.clone()
-    };
-    let response = call(
-        &broker,
-        Command::request(RequestCode::UPDATE_CONSUMER_OFFSET, &back),
-    );
-    assert_eq!(
-        response.response_code(),
-        ResponseCode::SUCCESS,
-        "{response:?}"
-    );
-    let committed: QueryConsumerOffsetResponse = call(
-        &broker,
-        Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &query),
-    )
-    .header()
-    .expect("query offset header");
+    let stored = commit_then_query(1);
     let expected = if broker_impl().is_java() { 1 } else { 3 };
-    assert_eq!(committed.offset, expected, "after committing 1 over 3");
+    assert_eq!(stored, expected, "after committing 1 over 3");
 
     let queue = MessageQueue::new(&topic, &broker_name, 0);
     let lock = |client: &str| -> Vec<MessageQueue> {

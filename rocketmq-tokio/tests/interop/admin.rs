@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use rocketmq_tests::unique;
-use rocketmq_tokio::{ConsumeFrom, Producer, ProducerMessage, TokioRuntime};
+use rocketmq_tokio::{ConsumeFrom, ProducerMessage, TokioRuntime};
 
 use crate::broker_scenario::{Topic, builder, start_built, wait_for};
 use crate::peer::{JavaPeer, int, text};
@@ -21,10 +21,7 @@ fn java_admin_commands_reach_our_running_consumer() {
         let topic = Topic::create("interop-admin", 4);
         let ns = topic.namesrv.clone();
         let group = unique("interop-admin");
-        let producer = Producer::builder(unique("interop-admin-producer"))
-            .name_server(ns.clone())
-            .build()
-            .expect("a valid producer");
+        let producer = crate::peer::our_producer(&ns, "interop-admin-producer");
         let mut bodies = BTreeSet::new();
         let mut offset_ids = Vec::new();
         for i in 0..MESSAGES {

@@ -135,10 +135,7 @@ fn mixed_orderly_group_keeps_each_queue_in_order() {
                 }
                 std::future::ready(ConsumeOutcome::Success)
             });
-        let producer = Producer::builder(unique("interop-orderly-producer"))
-            .name_server(ns.clone())
-            .build()
-            .expect("a valid producer");
+        let producer = crate::peer::our_producer(&ns, "interop-orderly-producer");
 
         let mut log = Log::default();
         let mut sent = BTreeSet::new();

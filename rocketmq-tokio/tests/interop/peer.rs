@@ -197,3 +197,11 @@ pub(crate) fn int(line: &Value, field: &str) -> i64 {
         .as_i64()
         .unwrap_or_else(|| panic!("no integer {field:?} in {line}"))
 }
+
+/// Our producer on tokio against the name server at `namesrv`, in a group of its own.
+pub(crate) fn our_producer(namesrv: &str, prefix: &str) -> rocketmq_tokio::Producer {
+    rocketmq_tokio::Producer::builder(rocketmq_tests::unique(prefix))
+        .name_server(namesrv)
+        .build()
+        .expect("a valid producer")
+}

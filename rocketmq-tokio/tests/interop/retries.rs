@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use rocketmq_tests::{namesrv, unique};
-use rocketmq_tokio::{ConsumeFrom, ConsumeOutcome, Producer, ProducerMessage, PushConsumer};
+use rocketmq_tokio::{ConsumeFrom, ConsumeOutcome, ProducerMessage, PushConsumer};
 
 use crate::broker_scenario::{Topic, WAIT, max_offset};
 use crate::peer::{JavaPeer, events, int, text};
@@ -33,10 +33,7 @@ struct Delivery {
 
 /// Sends [`MESSAGES`] messages with our producer; returns msg id -> body.
 async fn send(topic: &Topic, batch: &str) -> BTreeMap<String, String> {
-    let producer = Producer::builder(unique("interop-retry-producer"))
-        .name_server(topic.namesrv.clone())
-        .build()
-        .expect("a valid producer");
+    let producer = crate::peer::our_producer(&topic.namesrv, "interop-retry-producer");
     let mut sent = BTreeMap::new();
     for i in 0..MESSAGES {
         let body = format!("{batch}/{i}");

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use rocketmq_tests::{namesrv, unique};
-use rocketmq_tokio::{Producer, ProducerMessage};
+use rocketmq_tokio::ProducerMessage;
 
 use crate::peer::{JavaPeer, events, int, text};
 
@@ -21,10 +21,7 @@ fn java_consumer_gets_what_our_producer_sent() {
     crate::support::block_on(async {
         let ns = namesrv();
         let topic = unique("interop-r2j");
-        let producer = Producer::builder(unique("interop-r2j-producer"))
-            .name_server(ns.clone())
-            .build()
-            .expect("a valid producer");
+        let producer = crate::peer::our_producer(&ns, "interop-r2j-producer");
         // msg id -> (body, tag, keys, sharding key)
         let mut sent = BTreeMap::new();
         for i in 0..PLAIN {
