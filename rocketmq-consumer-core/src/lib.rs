@@ -53,7 +53,7 @@ pub mod pull;
 pub mod queue;
 pub mod rebalance;
 pub mod stats;
-pub mod timer;
+mod timer;
 
 pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageModel};
 pub use consumer::Consumer;

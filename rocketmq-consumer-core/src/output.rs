@@ -3,17 +3,18 @@
 use proto::message::Message;
 use proto::{Command, MessageQueue, ResponseCode};
 
+use crate::consumer::Epoch;
+
 /// A connection, named by the consumer. The driver opens it on [`Output::Connect`] and reports
 /// its fate with `handle_connected` / `handle_disconnected`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnId(pub u64);
 
-/// Names one delivery. It carries the queue's assignment epoch, so a completion arriving after
-/// the queue was revoked (and perhaps assigned again) is recognised as stale and dropped.
+/// Names one delivery. The consumer remembers which life of which queue it came from, so a
+/// completion arriving after the queue was revoked (and perhaps assigned again) is recognised
+/// as stale and dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DeliveryId {
-    pub(crate) queue: u64,
-    pub(crate) epoch: u64,
     pub(crate) seq: u64,
 }
 
@@ -78,7 +79,7 @@ pub struct Polled {
     pub messages: Vec<Message>,
     /// The queue's position epoch when they were taken: a seek, reset or revoke since makes
     /// handing them back moot.
-    pub(crate) epoch: u64,
+    pub(crate) epoch: Epoch,
 }
 
 /// Work for the driver. Drain with `poll_output` after every input.

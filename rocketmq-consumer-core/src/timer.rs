@@ -3,10 +3,12 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use crate::consumer::{Epoch, QueueKey};
+
 /// A timer. Per-queue and per-request timers carry their key; a fired timer whose subject is
 /// gone, or whose epoch is old, is ignored, so they never need cancelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Timer {
+pub(crate) enum Timer {
     /// Refresh topic routes.
     RouteRefresh,
     /// Heartbeat every broker.
@@ -16,9 +18,9 @@ pub enum Timer {
     /// Commit offsets.
     PersistOffsets,
     /// A queue's next pull (or offset query) is due: `(queue key, epoch)`.
-    Pull(u64, u64),
+    Pull(QueueKey, Epoch),
     /// A revoked queue's drain deadline: `(queue key, epoch)`.
-    RevokeDeadline(u64, u64),
+    RevokeDeadline(QueueKey, Epoch),
     /// A request's response deadline: `(connection, opaque)`.
     Request(u64, i32),
     /// Redeliver messages whose reconsume delay has passed.
@@ -26,9 +28,9 @@ pub enum Timer {
     /// Orderly: renew every owned queue's lock.
     LockRenew,
     /// Orderly: ask again for a queue's lock: `(queue key, epoch)`.
-    Lock(u64, u64),
+    Lock(QueueKey, Epoch),
     /// Orderly: a queue's lease may have lapsed: `(queue key, epoch)`.
-    LeaseExpiry(u64, u64),
+    LeaseExpiry(QueueKey, Epoch),
     /// Send failed messages out of attempts to the retry topic again.
     Resend,
     /// Concurrent: send back the messages of deliveries that overran `consume_timeout`.

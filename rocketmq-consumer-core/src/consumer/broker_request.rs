@@ -14,9 +14,10 @@ use proto::headers::{
 use proto::message::{DecodeOptions, decode_message};
 use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
-use super::{Consumer, InFlight, Lifecycle, Phase};
+use super::deliveries::Source;
+use super::{Consumer, Lifecycle, Phase};
 use crate::config::{ConsumeMode, MessageModel};
-use crate::output::{ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, Output};
+use crate::output::{ConnId, ConsumeOutcome, Delivery, Event, Output};
 
 impl Consumer {
     pub(super) fn handle_request(&mut self, now: Instant, conn: ConnId, request: Command) {
@@ -84,10 +85,10 @@ impl Consumer {
     /// Restarts owned queue `mq` at `offset` under a new epoch, storing the offset; returns
     /// whether the queue is owned. An orderly queue keeps its lease.
     pub(super) fn reset_queue(&mut self, now: Instant, mq: &MessageQueue, offset: i64) -> bool {
-        let Some(&key) = self.queue_index.get(mq) else {
+        let Some(key) = self.queues.key_of(mq) else {
             return false;
         };
-        match self.queues.get(&key).map(|s| s.phase) {
+        match self.queues.get(key).map(|s| s.phase) {
             None | Some(Phase::Revoking) => return false,
             // Orderly, not locked yet: the queue reads its offset once locked, so storing the
             // new one is enough.
@@ -101,7 +102,7 @@ impl Consumer {
             }
             Some(_) => {}
         }
-        let lease = self.forget_queue(key).and_then(|s| s.lease);
+        let lease = self.queues.remove(key).and_then(|s| s.lease);
         self.store_offset(now, mq, offset);
         let (key, epoch) = self.insert_queue(mq.clone(), Some(offset), lease);
         if let Some(until) = lease {
@@ -178,16 +179,16 @@ impl Consumer {
             self.start_unix_ms.to_string(),
         );
         info.subscription_set = self.subscriptions.values().cloned().collect();
-        for state in self.queues.values() {
-            let (min, max) = state.pq.offset_range().unwrap_or((0, 0));
+        for state in self.queues.iter() {
+            let (min, max) = state.pq().offset_range().unwrap_or((0, 0));
             info.mq_table.insert(
                 state.mq.clone(),
                 ProcessQueueInfo {
                     commit_offset: state.commit_point(),
                     cached_msg_min_offset: min,
                     cached_msg_max_offset: max,
-                    cached_msg_count: i32::try_from(state.pq.len()).unwrap_or(i32::MAX),
-                    cached_msg_size_in_mib: i32::try_from(state.pq.bytes() >> 20)
+                    cached_msg_count: i32::try_from(state.pq().len()).unwrap_or(i32::MAX),
+                    cached_msg_size_in_mib: i32::try_from(state.pq().bytes() >> 20)
                         .unwrap_or(i32::MAX),
                     locked: state.lease_valid(now),
                     last_lock_timestamp: state.lease.map_or(0, |until| {
@@ -239,22 +240,11 @@ impl Consumer {
             header.broker_name.as_deref().unwrap_or_default(),
             message.queue_id(),
         );
-        self.next_seq += 1;
-        let id = DeliveryId {
-            queue: 0,
-            epoch: 0,
-            seq: self.next_seq,
+        let source = Source::Direct {
+            conn,
+            opaque: request.opaque,
         };
-        self.in_flight.insert(
-            id.seq,
-            InFlight {
-                key: 0,
-                epoch: 0,
-                offsets: Vec::new(),
-                started: now,
-            },
-        );
-        self.direct.insert(id.seq, (conn, request.opaque));
+        let id = self.deliveries.start(now, source);
         self.outputs.push_back(Output::Deliver(Delivery {
             id,
             queue,
@@ -269,7 +259,7 @@ impl Consumer {
         now: Instant,
         conn: ConnId,
         opaque: i32,
-        flight: &InFlight,
+        started: Instant,
         outcome: ConsumeOutcome,
     ) {
         let result = ConsumeMessageDirectlyResult {
@@ -281,7 +271,7 @@ impl Consumer {
                 ConsumeResult::Later
             }),
             remark: None,
-            spent_time_mills: now.saturating_duration_since(flight.started).as_millis() as i64,
+            spent_time_mills: now.saturating_duration_since(started).as_millis() as i64,
         };
         let answer = Command::response(ResponseCode::SUCCESS, opaque).with_body(result.encode());
         self.outputs.push_back(Output::Send {

@@ -14,16 +14,16 @@ use proto::body::LockBatchRequestBody;
 use proto::headers::{LockBatchMqRequest, UnlockBatchMqRequest};
 use proto::{Command, MessageQueue, RequestCode};
 
-use super::{Consumer, Lifecycle, PendingKind, Phase};
+use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey};
 use crate::output::{Event, Output};
 use crate::timer::Timer;
 
 impl Consumer {
     /// Asks for the locks of queues `keys`: one request per broker.
-    pub(super) fn lock_queues(&mut self, now: Instant, keys: Vec<u64>) {
-        let mut by_broker: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    pub(super) fn lock_queues(&mut self, now: Instant, keys: Vec<QueueKey>) {
+        let mut by_broker: BTreeMap<String, Vec<(QueueKey, Epoch)>> = BTreeMap::new();
         for key in keys {
-            if let Some(state) = self.queues.get(&key) {
+            if let Some(state) = self.queues.get(key) {
                 by_broker
                     .entry(state.mq.broker_name().to_owned())
                     .or_default()
@@ -37,7 +37,7 @@ impl Consumer {
             };
             let mq_set: Vec<MessageQueue> = queues
                 .iter()
-                .filter_map(|(key, _)| self.queues.get(key).map(|s| s.mq.clone()))
+                .filter_map(|(key, _)| self.queues.get(*key).map(|s| s.mq.clone()))
                 .collect();
             let body = self.lock_body(mq_set);
             let request = Command::request(RequestCode::LOCK_BATCH_MQ, &LockBatchMqRequest {})
@@ -53,7 +53,7 @@ impl Consumer {
         }
         let keys = self
             .queues
-            .values()
+            .iter()
             .filter(|s| s.phase != Phase::Revoking)
             .map(|s| s.key)
             .collect();
@@ -65,7 +65,7 @@ impl Consumer {
         &mut self,
         now: Instant,
         sent: Instant,
-        queues: &[(u64, u64)],
+        queues: &[(QueueKey, Epoch)],
         granted: &BTreeSet<MessageQueue>,
     ) {
         let until = sent + self.config.lock_lease;
@@ -73,7 +73,7 @@ impl Consumer {
         let mut lost = Vec::new();
         let mut to_resolve = Vec::new();
         for &(key, epoch) in queues {
-            let Some(state) = self.queue_mut(key, epoch) else {
+            let Some(state) = self.queues.live_mut(key, epoch) else {
                 continue;
             };
             // A grant whose answer took longer than a lease is worth nothing.
@@ -84,8 +84,8 @@ impl Consumer {
                     acquired.push(state.mq.clone());
                     to_resolve.push((key, epoch));
                 }
-                if state.pq.has_ready() {
-                    self.ready.insert(key);
+                if state.pq().has_ready() {
+                    self.queues.mark_ready(key);
                 }
                 self.timers.set(until, Timer::LeaseExpiry(key, epoch));
             } else if state.phase == Phase::Lock {
@@ -110,10 +110,11 @@ impl Consumer {
 
     /// A lock request got no usable answer: queues still waiting for their first lock ask
     /// again later; held leases run out on their own unless the next renewal works.
-    pub(super) fn on_lock_failed(&mut self, now: Instant, queues: &[(u64, u64)]) {
+    pub(super) fn on_lock_failed(&mut self, now: Instant, queues: &[(QueueKey, Epoch)]) {
         for &(key, epoch) in queues {
             if self
-                .queue_mut(key, epoch)
+                .queues
+                .live_mut(key, epoch)
                 .is_some_and(|s| s.phase == Phase::Lock)
             {
                 self.timers
@@ -124,8 +125,8 @@ impl Consumer {
 
     /// The queue's lease is gone: restart it under a new epoch, waiting for a new lock
     /// (asked for after `retry_in`). Nothing is committed: the queue may have a new owner.
-    pub(super) fn lose_lease(&mut self, now: Instant, key: u64, retry_in: Duration) {
-        let Some(state) = self.forget_queue(key) else {
+    pub(super) fn lose_lease(&mut self, now: Instant, key: QueueKey, retry_in: Duration) {
+        let Some(state) = self.queues.remove(key) else {
             return;
         };
         let mq = state.mq;
@@ -147,9 +148,9 @@ impl Consumer {
         if !self.needs_lock() {
             return;
         }
-        let keys: Vec<u64> = self
+        let keys: Vec<QueueKey> = self
             .queues
-            .values()
+            .iter()
             .filter(|s| s.lease.is_some() && s.phase != Phase::Revoking)
             .filter(|s| self.master_addr(s.mq.broker_name()).as_deref() == Some(addr))
             .map(|s| s.key)
@@ -177,7 +178,7 @@ impl Consumer {
             return;
         }
         let mut by_broker: BTreeMap<String, Vec<MessageQueue>> = BTreeMap::new();
-        for state in self.queues.values().filter(|s| s.lease.is_some()) {
+        for state in self.queues.iter().filter(|s| s.lease.is_some()) {
             by_broker
                 .entry(state.mq.broker_name().to_owned())
                 .or_default()

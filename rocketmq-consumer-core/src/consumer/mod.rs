@@ -6,8 +6,10 @@
 //! (`broker_request`) and the poll-mode API (`poll`).
 
 mod broker_request;
+mod deliveries;
 mod lease;
 mod poll;
+mod queues;
 mod retry;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -31,11 +33,13 @@ use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, ShutdownReport,
 };
 use crate::pull::{self, PullOutcome};
-use crate::queue::ProcessQueue;
 use crate::queue::flow::{self, Limits, Load};
 use crate::rebalance;
 use crate::stats::{ConsumerStats, QueueStats};
 use crate::timer::{Timer, TimerQueue};
+use deliveries::{Deliveries, Source};
+pub(crate) use queues::{Epoch, QueueKey};
+use queues::{Phase, QueueTable, Start};
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
 pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
@@ -60,19 +64,10 @@ pub struct Consumer {
     commit_chains: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
     next_opaque: i32,
     timers: TimerQueue,
-    /// Owned queues by key; keys are never reused, so a key names one assignment.
-    queues: BTreeMap<u64, QueueState>,
-    queue_index: BTreeMap<MessageQueue, u64>,
-    /// Keys of queues that may have messages ready to deliver.
-    ready: BTreeSet<u64>,
-    /// Messages and body bytes cached across all queues.
-    cached_messages: usize,
-    cached_bytes: u64,
-    next_key: u64,
-    next_epoch: u64,
-    next_seq: u64,
-    in_flight: BTreeMap<u64, InFlight>,
-    last_dispatched: u64,
+    /// Owned queues, the ready set and the cache totals.
+    queues: QueueTable,
+    /// Deliveries handed to the handler and not completed.
+    deliveries: Deliveries,
     rebalance_after_heartbeat: bool,
     outputs: VecDeque<Output>,
     /// Broadcasting: the next offset to consume of every queue ever consumed, kept for queues
@@ -84,8 +79,6 @@ pub struct Consumer {
     assigned: BTreeMap<String, BTreeSet<MessageQueue>>,
     /// Poll mode: queues neither pulled nor polled until resumed.
     paused: BTreeSet<MessageQueue>,
-    /// `CONSUME_MESSAGE_DIRECTLY` deliveries by sequence number: where to answer.
-    direct: BTreeMap<u64, (ConnId, i32)>,
     next_request: u64,
     /// Orderly shutdown: unlocks sent after the final commits were answered.
     unlock_sent: bool,
@@ -121,24 +114,24 @@ enum PendingKind {
     Route(String),
     Heartbeat,
     ConsumerList(String),
-    QueryOffset(u64, u64),
-    MaxOffset(u64, u64),
-    SearchOffset(u64, u64),
+    QueryOffset(QueueKey, Epoch),
+    MaxOffset(QueueKey, Epoch),
+    SearchOffset(QueueKey, Epoch),
     Pull {
-        key: u64,
-        epoch: u64,
+        key: QueueKey,
+        epoch: Epoch,
         offset: i64,
     },
     FinalCommit(MessageQueue, i64),
     Unregister,
     /// Orderly: `LOCK_BATCH_MQ` for these `(key, epoch)` queues.
-    Lock(Vec<(u64, u64)>),
+    Lock(Vec<(QueueKey, Epoch)>),
     /// Orderly shutdown: `UNLOCK_BATCH_MQ`.
     Unlock,
     /// A failed message on its way back to the broker.
     SendBack(Box<retry::SendBack>),
     /// Poll mode: the queue's first or last offset, to seek to.
-    SeekBound(u64, u64),
+    SeekBound(QueueKey, Epoch),
     /// Poll mode: `offset_for_timestamp` number `.0`.
     Search(u64, MessageQueue),
     /// Poll mode: a commit the application asked for.
@@ -172,62 +165,6 @@ impl PendingKind {
             Self::CheckClient(_) => "CHECK_CLIENT_CONFIG",
         }
     }
-}
-
-#[derive(Debug)]
-struct QueueState {
-    mq: MessageQueue,
-    key: u64,
-    epoch: u64,
-    phase: Phase,
-    pq: ProcessQueue,
-    next_offset: i64,
-    pull_broker_id: i64,
-    max_offset: i64,
-    persisted: Option<i64>,
-    /// A commit of this queue's life went to the broker: the periodic persist repeats it even
-    /// unchanged (see `persist_offsets`); a queue that never moved commits nothing.
-    committed_once: bool,
-    /// Orderly: the broker lock counts as held until then.
-    lease: Option<Instant>,
-    /// Poll mode without auto-commit: the position the application last committed.
-    manual_commit: Option<i64>,
-}
-
-impl QueueState {
-    /// The offset a commit stores now: everything below it was consumed (or, with manual
-    /// commits in poll mode, what the application committed).
-    fn commit_point(&self) -> i64 {
-        self.manual_commit.unwrap_or_else(|| self.pq.committable())
-    }
-
-    fn lease_valid(&self, now: Instant) -> bool {
-        self.lease.is_some_and(|until| now < until)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Orderly: waiting for the broker's lock before anything else.
-    Lock,
-    /// The start offset must be asked for (when its timer fires).
-    Resolve,
-    /// A start-offset request is in flight.
-    Resolving,
-    /// The next pull waits for its timer.
-    Idle,
-    /// A pull is in flight.
-    Pulling,
-    /// Revoked: waiting for in-flight deliveries before committing and dropping.
-    Revoking,
-}
-
-#[derive(Debug)]
-struct InFlight {
-    key: u64,
-    epoch: u64,
-    offsets: Vec<i64>,
-    started: Instant,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -272,23 +209,14 @@ impl Consumer {
             commit_chains: BTreeMap::new(),
             next_opaque: 1,
             timers: TimerQueue::default(),
-            queues: BTreeMap::new(),
-            queue_index: BTreeMap::new(),
-            ready: BTreeSet::new(),
-            cached_messages: 0,
-            cached_bytes: 0,
-            next_key: 0,
-            next_epoch: 0,
-            next_seq: 0,
-            in_flight: BTreeMap::new(),
-            last_dispatched: 0,
+            queues: QueueTable::default(),
+            deliveries: Deliveries::default(),
             rebalance_after_heartbeat: true,
             outputs: VecDeque::new(),
             local_offsets: BTreeMap::new(),
             local_dirty: false,
             assigned: BTreeMap::new(),
             paused: BTreeSet::new(),
-            direct: BTreeMap::new(),
             next_request: 0,
             unlock_sent: false,
             unchecked: BTreeSet::new(),
@@ -470,7 +398,7 @@ impl Consumer {
     /// orderly, whose lease lapsed) is dropped and counted: its messages will be delivered to
     /// the queue's next owner.
     pub fn complete(&mut self, now: Instant, delivery: DeliveryId, outcome: ConsumeOutcome) {
-        let Some(flight) = self.in_flight.remove(&delivery.seq) else {
+        let Some(flight) = self.deliveries.finish(delivery) else {
             self.counters.stale_completions += 1;
             return;
         };
@@ -478,10 +406,15 @@ impl Consumer {
         if self.lifecycle == Lifecycle::Draining {
             self.report.drained += 1;
         }
-        if let Some((conn, opaque)) = self.direct.remove(&delivery.seq) {
-            self.answer_direct(now, conn, opaque, &flight, outcome);
-        } else {
-            self.settle(now, flight, outcome);
+        match flight.source {
+            Source::Direct { conn, opaque } => {
+                self.answer_direct(now, conn, opaque, flight.started, outcome)
+            }
+            Source::Queue {
+                key,
+                epoch,
+                offsets,
+            } => self.settle(now, key, epoch, &offsets, outcome),
         }
         self.after_input(now);
     }
@@ -523,36 +456,26 @@ impl Consumer {
 
     // ----- getters -----
 
-    /// The next timer and what it is for (for tests and logs).
-    pub fn next_timer(&self) -> Option<(Instant, Timer)> {
-        self.timers.next()
-    }
-
     /// The queues this consumer owns now.
     pub fn assignment(&self) -> impl Iterator<Item = &MessageQueue> + '_ {
-        self.queue_index
-            .iter()
-            .filter(|(_, key)| {
-                self.queues
-                    .get(key)
-                    .is_some_and(|s| s.phase != Phase::Revoking)
-            })
-            .map(|(mq, _)| mq)
+        self.queues
+            .in_name_order()
+            .filter(|s| s.phase != Phase::Revoking)
+            .map(|s| &s.mq)
     }
 
     /// Whether a completion of `delivery` would still be applied now: it is in flight, its
     /// queue was not revoked or restarted since, and (orderly) the queue's lease holds. A
     /// driver may use it to tell a handler its work no longer counts.
     pub fn is_current(&self, delivery: DeliveryId, now: Instant) -> bool {
-        if !self.in_flight.contains_key(&delivery.seq) {
-            return false;
+        match self.deliveries.get(delivery).map(|f| &f.source) {
+            None => false,
+            Some(Source::Direct { .. }) => true,
+            Some(&Source::Queue { key, epoch, .. }) => self
+                .queues
+                .live(key, epoch)
+                .is_some_and(|s| !self.needs_lock() || s.lease_valid(now)),
         }
-        if self.direct.contains_key(&delivery.seq) {
-            return true;
-        }
-        self.queues.get(&delivery.queue).is_some_and(|s| {
-            s.epoch == delivery.epoch && (!self.needs_lock() || s.lease_valid(now))
-        })
     }
 
     /// Whether shutdown has finished.
@@ -574,12 +497,12 @@ impl Consumer {
     pub fn stats(&self) -> ConsumerStats {
         let queues = self
             .queues
-            .values()
+            .iter()
             .map(|s| QueueStats {
                 queue: s.mq.clone(),
-                cached_messages: s.pq.len(),
-                cached_bytes: s.pq.bytes(),
-                in_flight: s.pq.in_flight(),
+                cached_messages: s.pq().len(),
+                cached_bytes: s.pq().bytes(),
+                in_flight: s.pq().in_flight(),
                 committable_offset: s.commit_point(),
                 next_pull_offset: s.next_offset,
                 max_offset: s.max_offset,
@@ -590,7 +513,7 @@ impl Consumer {
         let c = &self.counters;
         ConsumerStats {
             queues,
-            in_flight_deliveries: self.in_flight.len(),
+            in_flight_deliveries: self.deliveries.len(),
             delivered: c.delivered,
             pulls: c.pulls,
             mean_pull_latency: c
@@ -638,7 +561,7 @@ impl Consumer {
             }
             Timer::Pull(key, epoch) => self.on_pull_timer(now, key, epoch),
             Timer::RevokeDeadline(key, epoch) => {
-                if self.queues.get(&key).is_some_and(|s| s.epoch == epoch) {
+                if self.queues.get(key).is_some_and(|s| s.epoch == epoch) {
                     self.finish_revoke(now, key);
                 }
             }
@@ -658,7 +581,8 @@ impl Consumer {
             }
             Timer::Lock(key, epoch) => {
                 if self
-                    .queue_mut(key, epoch)
+                    .queues
+                    .live_mut(key, epoch)
                     .is_some_and(|s| s.phase == Phase::Lock)
                 {
                     self.lock_queues(now, vec![key]);
@@ -666,7 +590,8 @@ impl Consumer {
             }
             Timer::LeaseExpiry(key, epoch) => {
                 let lapsed = self
-                    .queue_mut(key, epoch)
+                    .queues
+                    .live_mut(key, epoch)
                     .is_some_and(|s| s.phase != Phase::Lock && !s.lease_valid(now));
                 if lapsed {
                     self.lose_lease(now, key, Duration::ZERO);
@@ -679,13 +604,8 @@ impl Consumer {
                     .reset(now + self.timeout_scan_period(), Timer::ConsumeTimeoutScan);
             }
             Timer::Redeliver => {
-                for (key, state) in &mut self.queues {
-                    if let Some(at) = state.pq.release_due(now) {
-                        self.timers.set(at, Timer::Redeliver);
-                    }
-                    if state.pq.has_ready() {
-                        self.ready.insert(*key);
-                    }
+                if let Some(at) = self.queues.release_due(now) {
+                    self.timers.set(at, Timer::Redeliver);
                 }
             }
             Timer::ShutdownDrain => {
@@ -781,7 +701,7 @@ impl Consumer {
             PendingKind::QueryOffset(key, epoch)
             | PendingKind::MaxOffset(key, epoch)
             | PendingKind::SearchOffset(key, epoch) => {
-                if let Some(state) = self.queue_mut(key, epoch) {
+                if let Some(state) = self.queues.live_mut(key, epoch) {
                     state.phase = Phase::Resolve;
                     self.timers
                         .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
@@ -789,7 +709,7 @@ impl Consumer {
             }
             PendingKind::Pull { key, epoch, .. } => {
                 self.counters.pulls += 1;
-                if let Some(state) = self.queue_mut(key, epoch) {
+                if let Some(state) = self.queues.live_mut(key, epoch) {
                     if state.phase == Phase::Pulling {
                         state.phase = Phase::Idle;
                     }
@@ -923,7 +843,7 @@ impl Consumer {
                     .then(|| response.header::<GetMaxOffsetResponse>().ok())
                     .flatten()
                     .map(|h| h.offset);
-                let queue = self.queue_mut(key, epoch).map(|s| s.mq.clone());
+                let queue = self.queues.live_mut(key, epoch).map(|s| s.mq.clone());
                 match (offset, queue) {
                     // Every seek is answered: `OffsetReset`, or a failure when the queue is
                     // being revoked meanwhile.
@@ -1192,7 +1112,7 @@ impl Consumer {
     fn apply_assignment(&mut self, now: Instant, topic: &str, target: BTreeSet<MessageQueue>) {
         let current: BTreeSet<MessageQueue> = self
             .queues
-            .values()
+            .iter()
             .filter(|s| s.mq.topic() == topic && s.phase != Phase::Revoking)
             .map(|s| s.mq.clone())
             .collect();
@@ -1215,12 +1135,12 @@ impl Consumer {
     }
 
     /// Starts consuming `mq`; returns its key when it must be locked first (orderly).
-    fn add_queue(&mut self, now: Instant, mq: MessageQueue) -> Option<u64> {
-        if let Some(&old) = self.queue_index.get(&mq) {
+    fn add_queue(&mut self, now: Instant, mq: MessageQueue) -> Option<QueueKey> {
+        if let Some(old) = self.queues.key_of(&mq) {
             // Revoked but still draining: finish the old life before the new one starts.
             if self
                 .queues
-                .get(&old)
+                .get(old)
                 .is_some_and(|s| s.phase == Phase::Revoking)
             {
                 self.finish_revoke(now, old);
@@ -1237,20 +1157,12 @@ impl Consumer {
     }
 
     fn revoke(&mut self, now: Instant, mq: &MessageQueue) {
-        let Some(state) = self
-            .queue_index
-            .get(mq)
-            .and_then(|k| self.queues.get_mut(k))
-        else {
+        let Some(state) = self.queues.key_of(mq).and_then(|k| self.queues.get_mut(k)) else {
             return;
         };
         state.phase = Phase::Revoking;
         let (key, epoch) = (state.key, state.epoch);
-        if self
-            .in_flight
-            .values()
-            .any(|f| f.key == key && f.epoch == epoch)
-        {
+        if self.deliveries.any_of(key, epoch) {
             self.timers.set(
                 now + self.config.revoke_drain_timeout,
                 Timer::RevokeDeadline(key, epoch),
@@ -1260,23 +1172,19 @@ impl Consumer {
         }
     }
 
-    fn maybe_finish_revoke(&mut self, now: Instant, key: u64) {
-        let Some(state) = self.queues.get(&key) else {
+    fn maybe_finish_revoke(&mut self, now: Instant, key: QueueKey) {
+        let Some(state) = self.queues.get(key) else {
             return;
         };
         let epoch = state.epoch;
-        if !self
-            .in_flight
-            .values()
-            .any(|f| f.key == key && f.epoch == epoch)
-        {
+        if !self.deliveries.any_of(key, epoch) {
             self.finish_revoke(now, key);
         }
     }
 
     /// Commits the queue's offset and forgets it; in-flight completions become stale.
-    fn finish_revoke(&mut self, now: Instant, key: u64) {
-        let Some(state) = self.forget_queue(key) else {
+    fn finish_revoke(&mut self, now: Instant, key: QueueKey) {
+        let Some(state) = self.queues.remove(key) else {
             return;
         };
         // Only a queue that got its start offset has anything to commit; an orderly queue
@@ -1295,9 +1203,9 @@ impl Consumer {
 
     // ----- start offsets -----
 
-    fn resolve_offset(&mut self, now: Instant, key: u64, epoch: u64) {
+    fn resolve_offset(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         let group = self.config.group.clone();
-        let Some(mq) = self.queues.get(&key).map(|s| s.mq.clone()) else {
+        let Some(mq) = self.queues.get(key).map(|s| s.mq.clone()) else {
             return;
         };
         if self.config.message_model == MessageModel::Broadcasting {
@@ -1312,7 +1220,7 @@ impl Consumer {
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
             return;
         };
-        if let Some(state) = self.queue_mut(key, epoch) {
+        if let Some(state) = self.queues.live_mut(key, epoch) {
             state.phase = Phase::Resolving;
         }
         let header = QueryConsumerOffsetRequest {
@@ -1330,15 +1238,15 @@ impl Consumer {
     }
 
     /// Java's table for a queue without a committed offset (`remoting-protocol.md` §7.8).
-    fn resolve_without_commit(&mut self, now: Instant, key: u64, epoch: u64) {
-        let Some(mq) = self.queues.get(&key).map(|s| s.mq.clone()) else {
+    fn resolve_without_commit(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        let Some(mq) = self.queues.get(key).map(|s| s.mq.clone()) else {
             return;
         };
         let is_retry = mq.topic().starts_with(RETRY_TOPIC_PREFIX);
         let Some(addr) = self.master_addr(mq.broker_name()) else {
             self.timers
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
-            if let Some(state) = self.queue_mut(key, epoch) {
+            if let Some(state) = self.queues.live_mut(key, epoch) {
                 state.phase = Phase::Resolve;
             }
             return;
@@ -1369,28 +1277,23 @@ impl Consumer {
         }
     }
 
-    fn start_queue(&mut self, now: Instant, key: u64, epoch: u64, offset: i64) {
-        let Some(state) = self.queue_mut(key, epoch) else {
+    fn start_queue(&mut self, now: Instant, key: QueueKey, epoch: Epoch, offset: i64) {
+        let Some(state) = self.queues.live_mut(key, epoch) else {
             self.counters.stale_responses += 1;
             return;
         };
         if state.phase != Phase::Resolving && state.phase != Phase::Resolve {
             return;
         }
-        state.pq = ProcessQueue::new(offset);
-        state.next_offset = offset;
-        state.persisted = Some(offset);
-        if state.manual_commit.is_some() {
-            state.manual_commit = Some(offset);
-        }
         state.phase = Phase::Idle;
+        self.queues.restart_at(key, offset);
         self.try_pull(now, key, epoch);
     }
 
     // ----- pulling -----
 
-    fn on_pull_timer(&mut self, now: Instant, key: u64, epoch: u64) {
-        let Some(state) = self.queue_mut(key, epoch) else {
+    fn on_pull_timer(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        let Some(state) = self.queues.live_mut(key, epoch) else {
             return;
         };
         match state.phase {
@@ -1400,13 +1303,13 @@ impl Consumer {
         }
     }
 
-    fn try_pull(&mut self, now: Instant, key: u64, epoch: u64) {
+    fn try_pull(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         if self.lifecycle != Lifecycle::Running {
             return;
         }
         let limits = self.limits_for(key);
-        let (total_messages, total_bytes) = (self.cached_messages, self.cached_bytes);
-        let Some(state) = self.queues.get(&key) else {
+        let (total_messages, total_bytes) = self.queues.cached();
+        let Some(state) = self.queues.get(key) else {
             return;
         };
         if state.epoch != epoch || state.phase != Phase::Idle {
@@ -1418,9 +1321,9 @@ impl Consumer {
         }
         let mq = state.mq.clone();
         let load = Load {
-            queue_messages: state.pq.len(),
-            queue_bytes: state.pq.bytes(),
-            span: state.pq.span(),
+            queue_messages: state.pq().len(),
+            queue_bytes: state.pq().bytes(),
+            span: state.pq().span(),
             total_messages,
             total_bytes,
         };
@@ -1469,7 +1372,7 @@ impl Consumer {
             max_msg_bytes: None,
             broker_name: None,
         };
-        if let Some(state) = self.queues.get_mut(&key) {
+        if let Some(state) = self.queues.get_mut(key) {
             state.phase = Phase::Pulling;
             if commit_flag {
                 state.persisted = Some(state.persisted.map_or(commit, |p| p.max(commit)));
@@ -1488,8 +1391,8 @@ impl Consumer {
         &mut self,
         now: Instant,
         pending: Pending,
-        key: u64,
-        epoch: u64,
+        key: QueueKey,
+        epoch: Epoch,
         offset: i64,
         response: Command,
     ) {
@@ -1497,7 +1400,7 @@ impl Consumer {
         self.counters.pull_time += now.saturating_duration_since(pending.sent);
         let Some(state) = self
             .queues
-            .get_mut(&key)
+            .get_mut(key)
             .filter(|s| s.epoch == epoch && s.phase == Phase::Pulling)
         else {
             self.counters.stale_responses += 1;
@@ -1518,20 +1421,16 @@ impl Consumer {
                 suggested_broker,
                 corrupt,
             } => {
-                let empty = messages.is_empty();
-                let before = (state.pq.len(), state.pq.bytes());
-                state.pq.put(messages);
-                self.cached_messages += state.pq.len() - before.0;
-                self.cached_bytes += state.pq.bytes() - before.1;
-                if empty {
-                    state.pq.advance_empty(next_offset);
-                }
-                if state.pq.has_ready() {
-                    self.ready.insert(key);
-                }
                 state.next_offset = next_offset;
                 state.max_offset = max_offset;
                 state.pull_broker_id = suggested_broker;
+                self.queues.change_cache(key, |pq| {
+                    if messages.is_empty() {
+                        pq.advance_empty(next_offset);
+                    } else {
+                        pq.put(messages);
+                    }
+                });
                 if let Some((error, _)) = corrupt {
                     self.outputs
                         .push_back(Output::Event(Event::CorruptMessages { queue: mq, error }));
@@ -1546,11 +1445,12 @@ impl Consumer {
                 max_offset,
                 suggested_broker,
             } => {
-                // Java's correctTagsOffset: with nothing cached, the offset may move on.
-                state.pq.advance_empty(next_offset);
                 state.next_offset = next_offset;
                 state.max_offset = max_offset;
                 state.pull_broker_id = suggested_broker;
+                // Java's correctTagsOffset: with nothing cached, the offset may move on.
+                self.queues
+                    .change_cache(key, |pq| pq.advance_empty(next_offset));
                 self.pull_next(now, key, epoch);
             }
             PullOutcome::OffsetMoved { next_offset } => {
@@ -1562,7 +1462,7 @@ impl Consumer {
                 // Java drops the process queue, persists the corrected offset and lets the next
                 // rebalance add the queue again; re-creating it here at the corrected offset is
                 // the same without waiting for a rebalance or racing the oneway commit.
-                let lease = self.forget_queue(key).and_then(|s| s.lease);
+                let lease = self.queues.remove(key).and_then(|s| s.lease);
                 self.store_offset(now, &mq, next_offset);
                 let (key, epoch) = self.insert_queue(mq, Some(next_offset), lease);
                 self.try_pull(now, key, epoch);
@@ -1591,7 +1491,7 @@ impl Consumer {
         }
     }
 
-    fn pull_next(&mut self, now: Instant, key: u64, epoch: u64) {
+    fn pull_next(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         if self.config.pull_interval.is_zero() {
             self.try_pull(now, key, epoch);
         } else {
@@ -1600,7 +1500,7 @@ impl Consumer {
         }
     }
 
-    fn limits_for(&self, key: u64) -> Limits {
+    fn limits_for(&self, key: QueueKey) -> Limits {
         let c = &self.config;
         let topic_limits =
             c.max_cached_messages_per_topic.is_some() || c.max_cached_bytes_per_topic.is_some();
@@ -1608,13 +1508,10 @@ impl Consumer {
         let queues_of_topic = if topic_limits {
             let topic = self
                 .queues
-                .get(&key)
+                .get(key)
                 .map(|s| s.mq.topic())
                 .unwrap_or_default();
-            self.queues
-                .values()
-                .filter(|s| s.mq.topic() == topic)
-                .count()
+            self.queues.iter().filter(|s| s.mq.topic() == topic).count()
         } else {
             0
         };
@@ -1648,68 +1545,56 @@ impl Consumer {
         }
         let orderly = self.config.consume_mode == ConsumeMode::Orderly;
         let leased = self.needs_lock();
-        while self.in_flight.len() < self.config.max_in_flight_deliveries {
-            // The first ready queue after the one served last, wrapping around.
-            let next = self
-                .ready
-                .range(self.last_dispatched + 1..)
-                .next()
-                .or_else(|| self.ready.iter().next())
-                .copied();
-            let Some(key) = next else {
+        while self.deliveries.len() < self.config.max_in_flight_deliveries {
+            let Some(key) = self.queues.next_turn() else {
                 break;
             };
-            self.last_dispatched = key;
-            let Some(state) = self.queues.get_mut(&key) else {
-                self.ready.remove(&key);
+            let Some(state) = self.queues.get(key) else {
                 continue;
             };
-            if state.phase == Phase::Revoking {
-                self.ready.remove(&key);
-                continue;
-            }
             // Orderly: one batch of a queue at a time, and only under a valid lease; the queue
-            // comes back to `ready` when its batch completes or its suspension ends.
-            if orderly && (state.pq.is_busy() || (leased && !state.lease_valid(now))) {
-                self.ready.remove(&key);
+            // comes back to the turns when its batch completes or its suspension ends.
+            if state.phase == Phase::Revoking
+                || (orderly && (state.pq().is_busy() || (leased && !state.lease_valid(now))))
+            {
+                self.queues.not_ready(key);
                 continue;
             }
-            let messages = state.pq.take_ready(self.config.consume_batch_size);
-            if !state.pq.has_ready() {
-                self.ready.remove(&key);
-            }
+            let (queue, epoch) = (state.mq.clone(), state.epoch);
+            let batch = self.config.consume_batch_size;
+            let messages = self
+                .queues
+                .change_cache(key, |pq| pq.take_ready(batch))
+                .unwrap_or_default();
             if messages.is_empty() {
                 continue;
             }
-            self.next_seq += 1;
-            let id = DeliveryId {
-                queue: key,
-                epoch: state.epoch,
-                seq: self.next_seq,
+            let source = Source::Queue {
+                key,
+                epoch,
+                offsets: messages.iter().map(|m| m.queue_offset()).collect(),
             };
-            self.in_flight.insert(
-                id.seq,
-                InFlight {
-                    key,
-                    epoch: state.epoch,
-                    offsets: messages.iter().map(|m| m.queue_offset()).collect(),
-                    started: now,
-                },
-            );
+            let id = self.deliveries.start(now, source);
             self.counters.delivered += 1;
             self.outputs.push_back(Output::Deliver(Delivery {
                 id,
-                queue: state.mq.clone(),
+                queue,
                 messages,
             }));
         }
     }
 
     /// Applies a handler's outcome to the queue it came from.
-    fn settle(&mut self, now: Instant, flight: InFlight, outcome: ConsumeOutcome) {
-        let key = flight.key;
+    fn settle(
+        &mut self,
+        now: Instant,
+        key: QueueKey,
+        epoch: Epoch,
+        offsets: &[i64],
+        outcome: ConsumeOutcome,
+    ) {
         let leased = self.needs_lock();
-        let Some(state) = self.queue_mut(key, flight.epoch) else {
+        let Some(state) = self.queues.live(key, epoch) else {
             self.counters.stale_completions += 1;
             return;
         };
@@ -1719,27 +1604,20 @@ impl Consumer {
             self.lose_lease(now, key, Duration::ZERO);
             return;
         }
-        let before = (state.pq.len(), state.pq.bytes());
-        let consumed = outcome.consumed(flight.offsets.len());
-        let (done, failed) = flight.offsets.split_at(consumed);
-        state.pq.ack(done);
+        let consumed = outcome.consumed(offsets.len());
+        let (done, failed) = offsets.split_at(consumed);
+        self.queues.change_cache(key, |pq| pq.ack(done));
         if !failed.is_empty() {
-            self.retry_failed(now, key, flight.epoch, failed, outcome);
+            self.retry_failed(now, key, epoch, failed, outcome);
         }
-        self.after_queue_change(now, key, before);
+        self.after_queue_change(now, key);
     }
 
-    /// Brings the cache totals up to date after queue `key` changed from `before`
-    /// (messages, bytes), re-marks it ready, and finishes a revoke that waited for it.
-    fn after_queue_change(&mut self, now: Instant, key: u64, before: (usize, u64)) {
-        let Some(state) = self.queues.get(&key) else {
+    /// Finishes a revoke that waited for queue `key`'s cache to change.
+    fn after_queue_change(&mut self, now: Instant, key: QueueKey) {
+        let Some(state) = self.queues.get(key) else {
             return;
         };
-        self.cached_messages = self.cached_messages + state.pq.len() - before.0;
-        self.cached_bytes = self.cached_bytes + state.pq.bytes() - before.1;
-        if state.pq.has_ready() {
-            self.ready.insert(key);
-        }
         if state.phase == Phase::Revoking {
             self.maybe_finish_revoke(now, key);
         }
@@ -1754,7 +1632,7 @@ impl Consumer {
     /// pull's piggy-backed offset that another broker thread handled after it.
     fn persist_offsets(&mut self, now: Instant) {
         let mut due = Vec::new();
-        for state in self.queues.values_mut() {
+        for state in self.queues.iter_mut() {
             let offset = state.commit_point();
             let moved = state.persisted.is_none_or(|p| offset > p);
             let again = state.committed_once && state.persisted == Some(offset);
@@ -1855,13 +1733,12 @@ impl Consumer {
 
     fn finish_drain(&mut self, now: Instant) {
         self.lifecycle = Lifecycle::Finishing;
-        self.report.abandoned = self.in_flight.len();
-        self.in_flight.clear();
+        self.report.abandoned = self.deliveries.abandon_all();
         self.timers.clear();
         let leased = self.needs_lock();
         let queues: Vec<(MessageQueue, i64, bool)> = self
             .queues
-            .values()
+            .iter()
             .map(|s| {
                 let owned = s.persisted.is_some() && (!leased || s.lease_valid(now));
                 (s.mq.clone(), s.commit_point(), owned)
@@ -1989,15 +1866,11 @@ impl Consumer {
     /// owner from the topic as well as from `%RETRY%` (Java's consume threads send back
     /// synchronously, and its shutdown waits for them, before the last offsets are persisted).
     fn drained(&self) -> bool {
-        self.in_flight.is_empty()
+        self.deliveries.is_empty()
             && !self
                 .pending
                 .values()
                 .any(|p| matches!(p.kind, PendingKind::SendBack(_)))
-    }
-
-    fn queue_mut(&mut self, key: u64, epoch: u64) -> Option<&mut QueueState> {
-        self.queues.get_mut(&key).filter(|s| s.epoch == epoch)
     }
 
     /// Starts a new life for `mq` under a fresh key and epoch: at `start` (an offset the
@@ -2010,47 +1883,25 @@ impl Consumer {
         mq: MessageQueue,
         start: Option<i64>,
         lease: Option<Instant>,
-    ) -> (u64, u64) {
-        self.next_key += 1;
-        self.next_epoch += 1;
-        let (key, epoch) = (self.next_key, self.next_epoch);
-        self.queue_index.insert(mq.clone(), key);
+    ) -> (QueueKey, Epoch) {
         let must_lock = self.needs_lock() && lease.is_none();
-        let start = if must_lock { None } else { start };
-        let offset = start.unwrap_or(0);
-        let manual = self.config.consume_mode == ConsumeMode::Poll && !self.config.auto_commit;
+        let offset = if must_lock { None } else { start };
+        let phase = match (must_lock, offset) {
+            (true, _) => Phase::Lock,
+            (false, Some(_)) => Phase::Idle,
+            (false, None) => Phase::Resolve,
+        };
+        let manual_commit =
+            self.config.consume_mode == ConsumeMode::Poll && !self.config.auto_commit;
         self.queues.insert(
-            key,
-            QueueState {
-                mq,
-                key,
-                epoch,
-                phase: match (must_lock, start) {
-                    (true, _) => Phase::Lock,
-                    (false, Some(_)) => Phase::Idle,
-                    (false, None) => Phase::Resolve,
-                },
-                pq: ProcessQueue::new(offset),
-                next_offset: offset,
-                pull_broker_id: 0,
-                max_offset: 0,
-                persisted: start,
-                committed_once: false,
+            mq,
+            Start {
+                phase,
+                offset,
                 lease,
-                manual_commit: manual.then_some(offset),
+                manual_commit,
             },
-        );
-        (key, epoch)
-    }
-
-    /// Removes a queue and its share of the cache totals.
-    fn forget_queue(&mut self, key: u64) -> Option<QueueState> {
-        let state = self.queues.remove(&key)?;
-        self.queue_index.remove(&state.mq);
-        self.ready.remove(&key);
-        self.cached_messages -= state.pq.len();
-        self.cached_bytes -= state.pq.bytes();
-        Some(state)
+        )
     }
 
     fn master_addr(&self, broker: &str) -> Option<String> {

@@ -26,33 +26,27 @@ impl Consumer {
             return None;
         }
         loop {
-            let key = self
-                .ready
-                .range(self.last_dispatched + 1..)
-                .next()
-                .or_else(|| self.ready.iter().next())
-                .copied()?;
-            self.last_dispatched = key;
-            let Some(state) = self.queues.get_mut(&key) else {
-                self.ready.remove(&key);
+            let key = self.queues.next_turn()?;
+            let Some(state) = self.queues.get(key) else {
                 continue;
             };
             if state.phase == Phase::Revoking
                 || (!self.paused.is_empty() && self.paused.contains(&state.mq))
             {
-                self.ready.remove(&key);
+                self.queues.not_ready(key);
                 continue;
             }
-            let before = (state.pq.len(), state.pq.bytes());
-            let messages = state.pq.take_ready(max);
-            let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset()).collect();
-            state.pq.ack(&offsets);
-            let queue = state.mq.clone();
-            let epoch = state.epoch;
-            if !state.pq.has_ready() {
-                self.ready.remove(&key);
-            }
-            self.after_queue_change(now, key, before);
+            let (queue, epoch) = (state.mq.clone(), state.epoch);
+            let messages = self
+                .queues
+                .change_cache(key, |pq| {
+                    let messages = pq.take_ready(max);
+                    let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset()).collect();
+                    pq.ack(&offsets);
+                    messages
+                })
+                .unwrap_or_default();
+            self.after_queue_change(now, key);
             if messages.is_empty() {
                 continue;
             }
@@ -81,12 +75,10 @@ impl Consumer {
             messages,
             epoch,
         } = polled;
-        let Some(&key) = self.queue_index.get(&queue) else {
+        let Some(state) = self.queues.by_queue(&queue) else {
             return false;
         };
-        let Some(state) = self.queues.get_mut(&key) else {
-            return false;
-        };
+        let key = state.key;
         if self.config.consume_mode != ConsumeMode::Poll
             || self.lifecycle != Lifecycle::Running
             || state.epoch != epoch
@@ -94,11 +86,10 @@ impl Consumer {
         {
             return false;
         }
-        let before = (state.pq.len(), state.pq.bytes());
-        if !state.pq.unread(messages) {
+        if self.queues.change_cache(key, |pq| pq.unread(messages)) != Some(true) {
             return false;
         }
-        self.after_queue_change(now, key, before);
+        self.after_queue_change(now, key);
         self.after_input(now);
         true
     }
@@ -161,11 +152,7 @@ impl Consumer {
         mq: &MessageQueue,
         to_end: bool,
     ) -> Result<(), ConfigError> {
-        let target = self
-            .queue_index
-            .get(mq)
-            .and_then(|key| self.queues.get(key))
-            .map(|s| (s.key, s.epoch));
+        let target = self.queues.by_queue(mq).map(|s| (s.key, s.epoch));
         let (Some((key, epoch)), Some(addr)) = (target, self.master_addr(mq.broker_name())) else {
             return Err(ConfigError(format!(
                 "cannot seek {mq:?}: not an owned queue"
@@ -199,10 +186,10 @@ impl Consumer {
         if !self.paused.remove(mq) {
             return;
         }
-        if let Some(state) = self.queue_index.get(mq).and_then(|k| self.queues.get(k)) {
+        if let Some(state) = self.queues.by_queue(mq) {
             let (key, epoch) = (state.key, state.epoch);
-            if state.pq.has_ready() {
-                self.ready.insert(key);
+            if state.pq().has_ready() {
+                self.queues.mark_ready(key);
             }
             self.try_pull(now, key, epoch);
         }
@@ -219,11 +206,11 @@ impl Consumer {
             return Vec::new();
         }
         let mut stored = Vec::new();
-        for state in self.queues.values_mut() {
+        for state in self.queues.iter_mut() {
             if state.persisted.is_none() || state.phase == Phase::Revoking {
                 continue;
             }
-            let offset = state.pq.committable();
+            let offset = state.pq().committable();
             if state.manual_commit.is_some() {
                 state.manual_commit = Some(offset);
             }

@@ -20,7 +20,8 @@ use proto::headers::{ConsumerSendMsgBackRequest, SendMessageRequestV2};
 use proto::message::{Message, property, sys_flag};
 use proto::{Command, MessageQueue, RequestCode};
 
-use super::{Consumer, InFlight, PendingKind};
+use super::deliveries::Source;
+use super::{Consumer, Epoch, PendingKind, QueueKey};
 use crate::config::{ConsumeMode, MessageModel};
 use crate::output::{ConsumeOutcome, Event, Output};
 use crate::timer::Timer;
@@ -33,8 +34,8 @@ const TIMEOUT_DELAY_LEVEL: i32 = 3;
 /// A failed message on its way back to the broker.
 #[derive(Clone, Debug)]
 pub(crate) struct SendBack {
-    key: u64,
-    epoch: u64,
+    key: QueueKey,
+    epoch: Epoch,
     queue: MessageQueue,
     message: Message,
     delay_level: i32,
@@ -65,8 +66,8 @@ impl Consumer {
     pub(super) fn retry_failed(
         &mut self,
         now: Instant,
-        key: u64,
-        epoch: u64,
+        key: QueueKey,
+        epoch: Epoch,
         failed: &[i64],
         outcome: ConsumeOutcome,
     ) {
@@ -77,20 +78,21 @@ impl Consumer {
             ConsumeOutcome::Suspend(asked) => self.config.clamped_suspend(asked),
             _ => self.config.clamped_suspend(self.config.suspend_delay),
         };
-        let Some(state) = self.queues.get_mut(&key) else {
+        let Some(state) = self.queues.get(key) else {
             return;
         };
         let mq = state.mq.clone();
         if let (false, ConsumeOutcome::Suspend(_)) = (orderly, outcome) {
             // Kept here, not sent back: delivered again by this consumer after the pause.
-            state.pq.retry_at(failed, now + suspend);
+            self.queues
+                .change_cache(key, |pq| pq.retry_at(failed, now + suspend));
             self.timers.set(now + suspend, Timer::Redeliver);
             return;
         }
         if orderly || broadcasting {
             let (give_up, retry): (Vec<i64>, Vec<i64>) = failed.iter().partition(|&&offset| {
                 state
-                    .pq
+                    .pq()
                     .get(offset)
                     .is_some_and(|m| m.reconsume_times() >= max)
             });
@@ -100,17 +102,21 @@ impl Consumer {
                 } else {
                     self.config.reconsume_delay
                 };
-            state.pq.retry_at(&retry, at);
+            self.queues.change_cache(key, |pq| pq.retry_at(&retry, at));
             if !retry.is_empty() {
                 self.timers.set(at, Timer::Redeliver);
             }
             if orderly && !broadcasting {
-                for message in state.pq.mark_sending(&give_up) {
+                let messages = self
+                    .queues
+                    .change_cache(key, |pq| pq.mark_sending(&give_up))
+                    .unwrap_or_default();
+                for message in messages {
                     let back = self.send_back_of(key, epoch, &mq, message, 0, Stage::DeadLetter);
                     self.send_to_retry_topic(now, back);
                 }
             } else {
-                state.pq.ack(&give_up);
+                self.queues.change_cache(key, |pq| pq.ack(&give_up));
                 for offset in give_up {
                     self.outputs.push_back(Output::Event(Event::GaveUp {
                         queue: mq.clone(),
@@ -124,7 +130,11 @@ impl Consumer {
             ConsumeOutcome::Retry { delay_level, .. } => delay_level,
             _ => 0,
         };
-        for message in state.pq.mark_sending(failed) {
+        let messages = self
+            .queues
+            .change_cache(key, |pq| pq.mark_sending(failed))
+            .unwrap_or_default();
+        for message in messages {
             let back = self.send_back_of(key, epoch, &mq, message, delay_level, Stage::Broker);
             self.send_back(now, back);
         }
@@ -134,30 +144,24 @@ impl Consumer {
     /// messages (those still cached and in flight) sent back, and their completions ignored.
     pub(super) fn expire_deliveries(&mut self, now: Instant) {
         let timeout = self.config.consume_timeout;
-        // Sequence numbers grow with dispatch time, so the expired ones come first.
-        let expired: Vec<u64> = self
-            .in_flight
-            .iter()
-            .take_while(|(_, f)| f.started + timeout <= now)
-            .filter(|(seq, _)| !self.direct.contains_key(seq))
-            .map(|(seq, _)| *seq)
-            .collect();
-        for seq in expired {
-            let Some(InFlight {
+        for flight in self.deliveries.take_expired(now, timeout) {
+            let Source::Queue {
                 key,
                 epoch,
                 offsets,
-                ..
-            }) = self.in_flight.remove(&seq)
+            } = flight.source
             else {
                 continue;
             };
             self.counters.expired += 1;
-            let Some(state) = self.queue_mut(key, epoch) else {
+            let Some(mq) = self.queues.live(key, epoch).map(|s| s.mq.clone()) else {
                 continue;
             };
-            let mq = state.mq.clone();
-            for message in state.pq.mark_sending(&offsets) {
+            let messages = self
+                .queues
+                .change_cache(key, |pq| pq.mark_sending(&offsets))
+                .unwrap_or_default();
+            for message in messages {
                 let back =
                     self.send_back_of(key, epoch, &mq, message, TIMEOUT_DELAY_LEVEL, Stage::Broker);
                 self.send_back(now, back);
@@ -167,8 +171,8 @@ impl Consumer {
 
     fn send_back_of(
         &self,
-        key: u64,
-        epoch: u64,
+        key: QueueKey,
+        epoch: Epoch,
         queue: &MessageQueue,
         message: Message,
         delay_level: i32,
@@ -262,18 +266,17 @@ impl Consumer {
     pub(super) fn on_sent_back(&mut self, now: Instant, back: SendBack) {
         self.counters.sent_back += 1;
         let offset = back.message.queue_offset();
-        let Some(state) = self.queue_mut(back.key, back.epoch) else {
+        if self.queues.live(back.key, back.epoch).is_none() {
             return;
-        };
-        let before = (state.pq.len(), state.pq.bytes());
-        state.pq.ack(&[offset]);
+        }
+        self.queues.change_cache(back.key, |pq| pq.ack(&[offset]));
         if back.stage == Stage::DeadLetter {
             self.outputs.push_back(Output::Event(Event::GaveUp {
                 queue: back.queue,
                 offset,
             }));
         }
-        self.after_queue_change(now, back.key, before);
+        self.after_queue_change(now, back.key);
     }
 
     /// One way back failed: try the next; then deliver the message again locally, unless it
@@ -291,7 +294,7 @@ impl Consumer {
         } else {
             self.config.send_back_retry_delay
         };
-        if self.queue_mut(back.key, back.epoch).is_none() {
+        if self.queues.live(back.key, back.epoch).is_none() {
             return;
         }
         if back.stage == Stage::RetryTopic {
@@ -306,10 +309,9 @@ impl Consumer {
             self.timers.set(now + delay, Timer::Resend);
             return;
         }
-        if let Some(state) = self.queue_mut(back.key, back.epoch) {
-            state.pq.retry_at(&[offset], now + delay);
-            self.timers.set(now + delay, Timer::Redeliver);
-        }
+        self.queues
+            .change_cache(back.key, |pq| pq.retry_at(&[offset], now + delay));
+        self.timers.set(now + delay, Timer::Redeliver);
     }
 
     /// Sends again the messages whose retry send failed and whose time has come.
@@ -319,7 +321,7 @@ impl Consumer {
                 break;
             }
             let back = entry.remove();
-            if self.queue_mut(back.key, back.epoch).is_some() {
+            if self.queues.live_mut(back.key, back.epoch).is_some() {
                 self.send_to_retry_topic(now, back);
             }
         }
