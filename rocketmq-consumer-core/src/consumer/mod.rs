@@ -351,7 +351,7 @@ impl Consumer {
             .collect();
         for opaque in lost {
             if let Some(pending) = self.pending.remove(&opaque) {
-                self.request_failed(now, pending, FailureReason::Disconnected);
+                self.answer(now, pending, Err(FailureReason::Disconnected));
             }
         }
         // A broker that restarted forgot its locks, and this is all we see of a restart.
@@ -371,7 +371,7 @@ impl Consumer {
                     let deadline = pending.sent + self.timeout_of(&pending.kind);
                     self.timers
                         .remove(deadline, Timer::Request(conn.0, command.opaque));
-                    self.handle_response(now, pending, command)
+                    self.answer(now, pending, Ok(command))
                 }
                 Some(pending) => {
                     // Same opaque on another connection: not ours.
@@ -571,7 +571,7 @@ impl Consumer {
                     now >= p.sent + timeout
                 });
                 if expired && let Some(pending) = self.pending.remove(&opaque) {
-                    self.request_failed(now, pending, FailureReason::Timeout);
+                    self.answer(now, pending, Err(FailureReason::Timeout));
                 }
             }
             Timer::LockRenew => {
@@ -646,7 +646,7 @@ impl Consumer {
                     kind,
                     sent: now,
                 };
-                self.request_failed(now, pending, FailureReason::Disconnected);
+                self.answer(now, pending, Err(FailureReason::Disconnected));
                 return;
             }
         };
@@ -673,197 +673,165 @@ impl Consumer {
         }
     }
 
-    fn request_failed(&mut self, now: Instant, pending: Pending, reason: FailureReason) {
+    /// The one way a request ends: its answer, or why there is none (a timeout, a lost
+    /// connection, no connection at all). Each kind decides in one place what an answer means
+    /// and what a failure costs; a failure is also reported as [`Event::RequestFailed`].
+    fn answer(&mut self, now: Instant, pending: Pending, answer: Result<Command, FailureReason>) {
         if pending.kind.is_commit() {
             self.send_next_commit(now, &pending.addr);
         }
-        self.outputs.push_back(Output::Event(Event::RequestFailed {
-            addr: pending.addr.clone(),
-            request: pending.kind.name(),
-            reason: reason.clone(),
-        }));
-        match pending.kind {
-            PendingKind::Route(_) => {
-                // Try the next name server at the next refresh, soon.
-                // Move on once per failing name server, not once per failed request: a refresh
-                // sends one request per topic, and they all fail together.
-                if self.config.name_servers.get(self.namesrv_index) == Some(&pending.addr) {
-                    self.namesrv_index = (self.namesrv_index + 1) % self.config.name_servers.len();
-                }
-                self.timers
-                    .reset(now + self.config.rebalance_retry, Timer::RouteRefresh);
-            }
-            PendingKind::Heartbeat => {}
-            PendingKind::ConsumerList(_) => {
-                self.timers
-                    .reset(now + self.config.rebalance_retry, Timer::Rebalance);
-            }
-            PendingKind::QueryOffset(key, epoch)
-            | PendingKind::MaxOffset(key, epoch)
-            | PendingKind::SearchOffset(key, epoch) => {
-                if let Some(state) = self.queues.live_mut(key, epoch) {
-                    state.phase = Phase::Resolve;
-                    self.timers
-                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
-                }
-            }
-            PendingKind::Pull { key, epoch, .. } => {
-                self.counters.pulls += 1;
-                if let Some(state) = self.queues.live_mut(key, epoch) {
-                    if state.phase == Phase::Pulling {
-                        state.phase = Phase::Idle;
+        let Pending {
+            addr, kind, sent, ..
+        } = pending;
+        let name = kind.name();
+        match kind {
+            PendingKind::Route(topic) => match answer.and_then(route_of) {
+                Ok(route) => self.on_route(now, &topic, route),
+                Err(reason) => {
+                    self.failed(&addr, name, reason);
+                    // Move on once per failing name server, not once per failed request: a
+                    // refresh sends one request per topic, and they all fail together.
+                    if self.config.name_servers.get(self.namesrv_index) == Some(&addr) {
+                        self.namesrv_index =
+                            (self.namesrv_index + 1) % self.config.name_servers.len();
                     }
                     self.timers
-                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                        .reset(now + self.config.rebalance_retry, Timer::RouteRefresh);
                 }
-            }
-            PendingKind::FinalCommit(mq, _) => {
-                self.report.uncommitted.push(mq);
-                self.maybe_close(now);
-            }
-            PendingKind::Unregister | PendingKind::Unlock => self.maybe_close(now),
-            PendingKind::Lock(queues) => self.on_lock_failed(now, &queues),
-            PendingKind::SendBack(back) => self.on_send_back_failed(now, *back),
-            PendingKind::SeekBound(..) | PendingKind::Commit(..) => {}
-            // Asked again with the next route refresh.
-            PendingKind::CheckClient(topic) => {
-                self.unchecked.insert(topic);
-            }
-            PendingKind::Search(request, queue) => {
-                self.outputs
-                    .push_back(Output::Event(Event::OffsetForTimestamp {
-                        request,
-                        queue,
-                        offset: Err(reason),
-                    }));
-            }
-        }
-    }
-
-    fn handle_response(&mut self, now: Instant, pending: Pending, response: Command) {
-        if pending.kind.is_commit() {
-            self.send_next_commit(now, &pending.addr);
-        }
-        let code = response.response_code();
-        let refused = |response: &Command| FailureReason::Refused(code, response.remark.clone());
-        match pending.kind.clone() {
-            PendingKind::Route(topic) => self.on_route(now, pending, &topic, response),
-            PendingKind::Heartbeat => {
-                if code != ResponseCode::SUCCESS {
-                    let reason = refused(&response);
-                    self.request_failed(now, pending, reason);
-                } else if self.rebalance_after_heartbeat {
-                    self.rebalance_after_heartbeat = false;
-                    self.rebalance(now);
+            },
+            PendingKind::Heartbeat => match answer.and_then(success) {
+                Ok(_) => {
+                    if self.rebalance_after_heartbeat {
+                        self.rebalance_after_heartbeat = false;
+                        self.rebalance(now);
+                    }
                 }
-            }
+                Err(reason) => self.failed(&addr, name, reason),
+            },
             PendingKind::ConsumerList(topic) => {
-                let body = (code == ResponseCode::SUCCESS)
-                    .then(|| ConsumerListBody::decode(&response.body).ok())
-                    .flatten();
-                match body {
-                    Some(list) => self.apply_rebalance(now, &topic, &list.consumer_id_list),
-                    None => {
-                        let reason = refused(&response);
-                        self.request_failed(now, pending, reason);
+                let list = answer.and_then(success).and_then(|r| {
+                    ConsumerListBody::decode(&r.body)
+                        .map_err(|e| FailureReason::Malformed(e.to_string()))
+                });
+                match list {
+                    Ok(list) => self.apply_rebalance(now, &topic, &list.consumer_id_list),
+                    Err(reason) => {
+                        self.failed(&addr, name, reason);
+                        self.timers
+                            .reset(now + self.config.rebalance_retry, Timer::Rebalance);
                     }
                 }
             }
-            PendingKind::QueryOffset(key, epoch) => match code {
-                ResponseCode::SUCCESS => match response.header::<QueryConsumerOffsetResponse>() {
-                    Ok(h) if h.offset >= 0 => self.start_queue(now, key, epoch, h.offset),
-                    _ => {
-                        self.request_failed(now, pending, FailureReason::Malformed("offset".into()))
-                    }
-                },
-                // No committed offset: a new group (`RebalancePushImpl.computePullFromWhere`).
-                ResponseCode::QUERY_NOT_FOUND => self.resolve_without_commit(now, key, epoch),
-                _ => {
-                    let reason = refused(&response);
-                    self.request_failed(now, pending, reason);
+            PendingKind::QueryOffset(key, epoch) => {
+                let offset = answer.and_then(|r| match r.response_code() {
+                    // No committed offset: a new group (`RebalancePushImpl.computePullFromWhere`).
+                    ResponseCode::QUERY_NOT_FOUND => Ok(None),
+                    _ => offset_of::<QueryConsumerOffsetResponse>(r, |h| h.offset).map(Some),
+                });
+                match offset {
+                    Ok(Some(offset)) => self.start_queue(now, key, epoch, offset),
+                    Ok(None) => self.resolve_without_commit(now, key, epoch),
+                    Err(reason) => self.resolve_failed(now, &addr, name, key, epoch, reason),
                 }
-            },
-            PendingKind::MaxOffset(key, epoch) => match response.header::<GetMaxOffsetResponse>() {
-                Ok(h) if code == ResponseCode::SUCCESS && h.offset >= 0 => {
-                    self.start_queue(now, key, epoch, h.offset)
+            }
+            PendingKind::MaxOffset(key, epoch) => {
+                match answer.and_then(|r| offset_of::<GetMaxOffsetResponse>(r, |h| h.offset)) {
+                    Ok(offset) => self.start_queue(now, key, epoch, offset),
+                    Err(reason) => self.resolve_failed(now, &addr, name, key, epoch, reason),
                 }
-                _ => {
-                    let reason = refused(&response);
-                    self.request_failed(now, pending, reason);
-                }
-            },
+            }
             PendingKind::SearchOffset(key, epoch) => {
-                match response.header::<SearchOffsetResponse>() {
-                    Ok(h) if code == ResponseCode::SUCCESS && h.offset >= 0 => {
-                        self.start_queue(now, key, epoch, h.offset)
-                    }
-                    _ => {
-                        let reason = refused(&response);
-                        self.request_failed(now, pending, reason);
-                    }
+                match answer.and_then(|r| offset_of::<SearchOffsetResponse>(r, |h| h.offset)) {
+                    Ok(offset) => self.start_queue(now, key, epoch, offset),
+                    Err(reason) => self.resolve_failed(now, &addr, name, key, epoch, reason),
                 }
             }
             PendingKind::Pull { key, epoch, offset } => {
-                self.on_pull(now, pending, key, epoch, offset, response)
+                self.counters.pulls += 1;
+                match answer {
+                    Ok(response) => {
+                        self.counters.pull_time += now.saturating_duration_since(sent);
+                        self.on_pull(now, &addr, key, epoch, offset, response)
+                    }
+                    Err(reason) => {
+                        self.failed(&addr, name, reason);
+                        if let Some(state) = self.queues.live_mut(key, epoch) {
+                            if state.phase == Phase::Pulling {
+                                state.phase = Phase::Idle;
+                            }
+                            self.timers
+                                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                        }
+                    }
+                }
             }
             PendingKind::FinalCommit(mq, offset) => {
-                if code == ResponseCode::SUCCESS {
-                    self.report.committed.push((mq, offset));
-                } else {
-                    self.report.uncommitted.push(mq);
+                // A refusal is reported in the shutdown report, not as a failed request.
+                match answer {
+                    Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
+                        self.report.committed.push((mq, offset))
+                    }
+                    Ok(_) => self.report.uncommitted.push(mq),
+                    Err(reason) => {
+                        self.failed(&addr, name, reason);
+                        self.report.uncommitted.push(mq);
+                    }
                 }
                 self.maybe_close(now);
             }
-            PendingKind::Unregister | PendingKind::Unlock => self.maybe_close(now),
+            PendingKind::Unregister | PendingKind::Unlock => {
+                // Whatever the answer: shutdown goes on.
+                if let Err(reason) = answer {
+                    self.failed(&addr, name, reason);
+                }
+                self.maybe_close(now);
+            }
             PendingKind::Lock(queues) => {
-                match (code, LockBatchResponseBody::decode(&response.body)) {
-                    (ResponseCode::SUCCESS, Ok(body)) => {
-                        self.on_lock(now, pending.sent, &queues, &body.lock_ok_mq_set)
-                    }
-                    (ResponseCode::SUCCESS, Err(e)) => {
-                        self.request_failed(now, pending, FailureReason::Malformed(e.to_string()))
-                    }
-                    _ => {
-                        let reason = refused(&response);
-                        self.request_failed(now, pending, reason);
+                let granted = answer.and_then(success).and_then(|r| {
+                    LockBatchResponseBody::decode(&r.body)
+                        .map_err(|e| FailureReason::Malformed(e.to_string()))
+                });
+                match granted {
+                    Ok(body) => self.on_lock(now, sent, &queues, &body.lock_ok_mq_set),
+                    Err(reason) => {
+                        self.failed(&addr, name, reason);
+                        self.on_lock_failed(now, &queues);
                     }
                 }
             }
-            PendingKind::SendBack(back) => {
-                if code == ResponseCode::SUCCESS {
-                    self.on_sent_back(now, *back);
-                } else {
-                    let reason = refused(&response);
-                    self.request_failed(now, pending, reason);
+            PendingKind::SendBack(back) => match answer.and_then(success) {
+                Ok(_) => self.on_sent_back(now, *back),
+                Err(reason) => {
+                    self.failed(&addr, name, reason);
+                    self.on_send_back_failed(now, *back);
                 }
-            }
+            },
             PendingKind::SeekBound(key, epoch) => {
-                // Both answers carry the one field `offset`.
-                let offset = (code == ResponseCode::SUCCESS)
-                    .then(|| response.header::<GetMaxOffsetResponse>().ok())
-                    .flatten()
-                    .map(|h| h.offset);
-                let queue = self.queues.live_mut(key, epoch).map(|s| s.mq.clone());
-                match (offset, queue) {
-                    // Every seek is answered: `OffsetReset`, or a failure when the queue is
-                    // being revoked meanwhile.
-                    (Some(offset), Some(mq)) if offset >= 0 => {
-                        if !self.reset_queue(now, &mq, offset) {
-                            self.request_failed(now, pending, FailureReason::Stale);
-                        }
-                    }
-                    (_, None) => self.request_failed(now, pending, FailureReason::Stale),
-                    _ => {
-                        let reason = refused(&response);
-                        self.request_failed(now, pending, reason);
-                    }
+                // Both answers carry the one field `offset`. Every seek is answered:
+                // `OffsetReset`, or a failure when the queue is being revoked meanwhile.
+                let queue = self.queues.live(key, epoch).map(|s| s.mq.clone());
+                let offset =
+                    answer.and_then(|r| offset_of::<GetMaxOffsetResponse>(r, |h| h.offset));
+                let reset = match (offset, queue) {
+                    (_, None) => Err(FailureReason::Stale),
+                    (Ok(offset), Some(mq)) if self.reset_queue(now, &mq, offset) => Ok(()),
+                    (Ok(_), Some(_)) => Err(FailureReason::Stale),
+                    (Err(reason), Some(_)) => Err(reason),
+                };
+                if let Err(reason) = reset {
+                    self.failed(&addr, name, reason);
                 }
             }
             PendingKind::Search(request, queue) => {
-                let offset = match response.header::<SearchOffsetResponse>() {
-                    Ok(h) if code == ResponseCode::SUCCESS => Ok(h.offset),
-                    _ => Err(refused(&response)),
-                };
+                let offset = answer.and_then(|r| {
+                    let h = success(r)?
+                        .header::<SearchOffsetResponse>()
+                        .map_err(|e| FailureReason::Malformed(e.to_string()))?;
+                    Ok(h.offset)
+                });
+                if let Err(reason) = &offset {
+                    self.failed(&addr, name, reason.clone());
+                }
                 self.outputs
                     .push_back(Output::Event(Event::OffsetForTimestamp {
                         request,
@@ -871,20 +839,51 @@ impl Consumer {
                         offset,
                     }));
             }
-            PendingKind::CheckClient(topic) => {
-                if code != ResponseCode::SUCCESS {
-                    self.reject_subscription(now, &topic, refused(&response));
+            PendingKind::CheckClient(topic) => match answer {
+                Ok(r) if r.response_code() == ResponseCode::SUCCESS => {}
+                Ok(r) => {
+                    let reason = FailureReason::Refused(r.response_code(), r.remark);
+                    self.reject_subscription(now, &topic, reason);
                 }
-            }
-            PendingKind::Commit(mq, offset) => {
-                if code == ResponseCode::SUCCESS {
-                    self.outputs
-                        .push_back(Output::Event(Event::Committed(vec![(mq, offset)])));
-                } else {
-                    let reason = refused(&response);
-                    self.request_failed(now, pending, reason);
+                Err(reason) => {
+                    // Asked again with the next route refresh.
+                    self.failed(&addr, name, reason);
+                    self.unchecked.insert(topic);
                 }
-            }
+            },
+            PendingKind::Commit(mq, offset) => match answer.and_then(success) {
+                Ok(_) => self
+                    .outputs
+                    .push_back(Output::Event(Event::Committed(vec![(mq, offset)]))),
+                Err(reason) => self.failed(&addr, name, reason),
+            },
+        }
+    }
+
+    /// Reports a failed request (the consumer retries on its own).
+    fn failed(&mut self, addr: &str, request: &'static str, reason: FailureReason) {
+        self.outputs.push_back(Output::Event(Event::RequestFailed {
+            addr: addr.to_owned(),
+            request,
+            reason,
+        }));
+    }
+
+    /// A start-offset request failed: ask again after the pull backoff.
+    fn resolve_failed(
+        &mut self,
+        now: Instant,
+        addr: &str,
+        name: &'static str,
+        key: QueueKey,
+        epoch: Epoch,
+        reason: FailureReason,
+    ) {
+        self.failed(addr, name, reason);
+        if let Some(state) = self.queues.live_mut(key, epoch) {
+            state.phase = Phase::Resolve;
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
         }
     }
 
@@ -928,9 +927,9 @@ impl Consumer {
         }
     }
 
-    fn on_route(&mut self, now: Instant, pending: Pending, topic: &str, response: Command) {
-        let code = response.response_code();
-        if code == ResponseCode::TOPIC_NOT_EXIST {
+    /// The name server's route of `topic`; `None` when it knows no such topic.
+    fn on_route(&mut self, now: Instant, topic: &str, route: Option<TopicRouteData>) {
+        let Some(route) = route else {
             // The retry topic appears once a broker has our heartbeat; others may come later.
             if self.routes.remove(topic).is_some() {
                 self.rebalance(now);
@@ -938,17 +937,6 @@ impl Consumer {
             self.timers
                 .reset(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
             return;
-        }
-        let route = (code == ResponseCode::SUCCESS).then(|| TopicRouteData::decode(&response.body));
-        let route = match route {
-            Some(Ok(route)) => route,
-            Some(Err(e)) => {
-                return self.request_failed(now, pending, FailureReason::Malformed(e.to_string()));
-            }
-            None => {
-                let reason = FailureReason::Refused(code, response.remark.clone());
-                return self.request_failed(now, pending, reason);
-            }
         };
         // A route that comes back (its brokers were gone, e.g. restarting) may bring brokers
         // that forgot this consumer: tell them again.
@@ -1390,14 +1378,12 @@ impl Consumer {
     fn on_pull(
         &mut self,
         now: Instant,
-        pending: Pending,
+        addr: &str,
         key: QueueKey,
         epoch: Epoch,
         offset: i64,
         response: Command,
     ) {
-        self.counters.pulls += 1;
-        self.counters.pull_time += now.saturating_duration_since(pending.sent);
         let Some(state) = self
             .queues
             .get_mut(key)
@@ -1480,11 +1466,7 @@ impl Consumer {
                 ) {
                     self.heartbeat(now);
                 }
-                self.outputs.push_back(Output::Event(Event::RequestFailed {
-                    addr: pending.addr,
-                    request: "PULL_MESSAGE",
-                    reason: FailureReason::Refused(code, remark),
-                }));
+                self.failed(addr, "PULL_MESSAGE", FailureReason::Refused(code, remark));
                 self.timers
                     .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
             }
@@ -1950,4 +1932,36 @@ impl Consumer {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
+}
+
+/// A response that says it succeeded, or the refusal it carries.
+fn success(response: Command) -> Result<Command, FailureReason> {
+    match response.response_code() {
+        ResponseCode::SUCCESS => Ok(response),
+        code => Err(FailureReason::Refused(code, response.remark)),
+    }
+}
+
+/// The offset a successful response's header `H` carries; a negative one is malformed.
+fn offset_of<H: proto::CommandHeader>(
+    response: Command,
+    offset: impl FnOnce(&H) -> i64,
+) -> Result<i64, FailureReason> {
+    let header = success(response)?
+        .header::<H>()
+        .map_err(|e| FailureReason::Malformed(e.to_string()))?;
+    match offset(&header) {
+        offset if offset >= 0 => Ok(offset),
+        offset => Err(FailureReason::Malformed(format!("offset {offset}"))),
+    }
+}
+
+/// A topic's route from the name server's answer; `None` for a topic it does not know.
+fn route_of(response: Command) -> Result<Option<TopicRouteData>, FailureReason> {
+    if response.response_code() == ResponseCode::TOPIC_NOT_EXIST {
+        return Ok(None);
+    }
+    TopicRouteData::decode(&success(response)?.body)
+        .map(Some)
+        .map_err(|e| FailureReason::Malformed(e.to_string()))
 }
