@@ -10,6 +10,7 @@ mod deliveries;
 mod lease;
 mod poll;
 mod queues;
+mod requests;
 mod retry;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -40,6 +41,7 @@ use crate::timer::{Timer, TimerQueue};
 use deliveries::{Deliveries, Source};
 pub(crate) use queues::{Epoch, QueueKey};
 use queues::{Phase, QueueTable, Start};
+use requests::{Answered, Pending, PendingKind, Requests};
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
 pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
@@ -58,11 +60,8 @@ pub struct Consumer {
     brokers: BTreeMap<String, BTreeMap<i64, String>>,
     namesrv_index: usize,
     conns: Connections,
-    pending: BTreeMap<i32, Pending>,
-    /// Confirmed commits (`commit`, final) waiting for the one in flight to their broker:
-    /// see [`Consumer::request_commit`].
-    commit_chains: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
-    next_opaque: i32,
+    /// Requests in flight, and commits held back.
+    requests: Requests,
     timers: TimerQueue,
     /// Owned queues, the ready set and the cache totals.
     queues: QueueTable,
@@ -99,72 +98,6 @@ enum Lifecycle {
     /// Waiting for final commits and unregistration.
     Finishing,
     Closed,
-}
-
-#[derive(Debug)]
-struct Pending {
-    conn: ConnId,
-    addr: String,
-    kind: PendingKind,
-    sent: Instant,
-}
-
-#[derive(Debug, Clone)]
-enum PendingKind {
-    Route(String),
-    Heartbeat,
-    ConsumerList(String),
-    QueryOffset(QueueKey, Epoch),
-    MaxOffset(QueueKey, Epoch),
-    SearchOffset(QueueKey, Epoch),
-    Pull {
-        key: QueueKey,
-        epoch: Epoch,
-        offset: i64,
-    },
-    FinalCommit(MessageQueue, i64),
-    Unregister,
-    /// Orderly: `LOCK_BATCH_MQ` for these `(key, epoch)` queues.
-    Lock(Vec<(QueueKey, Epoch)>),
-    /// Orderly shutdown: `UNLOCK_BATCH_MQ`.
-    Unlock,
-    /// A failed message on its way back to the broker.
-    SendBack(Box<retry::SendBack>),
-    /// Poll mode: the queue's first or last offset, to seek to.
-    SeekBound(QueueKey, Epoch),
-    /// Poll mode: `offset_for_timestamp` number `.0`.
-    Search(u64, MessageQueue),
-    /// Poll mode: a commit the application asked for.
-    Commit(MessageQueue, i64),
-    /// `CHECK_CLIENT_CONFIG` for an SQL92 subscription of this topic.
-    CheckClient(String),
-}
-
-impl PendingKind {
-    /// A confirmed `UPDATE_CONSUMER_OFFSET`, sent through [`Consumer::request_commit`].
-    fn is_commit(&self) -> bool {
-        matches!(self, Self::Commit(..) | Self::FinalCommit(..))
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Self::Route(_) => "GET_ROUTEINFO_BY_TOPIC",
-            Self::Heartbeat => "HEART_BEAT",
-            Self::ConsumerList(_) => "GET_CONSUMER_LIST_BY_GROUP",
-            Self::QueryOffset(..) => "QUERY_CONSUMER_OFFSET",
-            Self::MaxOffset(..) => "GET_MAX_OFFSET",
-            Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
-            Self::Pull { .. } => "PULL_MESSAGE",
-            Self::FinalCommit(..) | Self::Commit(..) => "UPDATE_CONSUMER_OFFSET",
-            Self::Unregister => "UNREGISTER_CLIENT",
-            Self::Lock(_) => "LOCK_BATCH_MQ",
-            Self::Unlock => "UNLOCK_BATCH_MQ",
-            Self::SendBack(back) => back.request_name(),
-            Self::SeekBound(..) => "GET_MIN_OFFSET/GET_MAX_OFFSET",
-            Self::Search(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
-            Self::CheckClient(_) => "CHECK_CLIENT_CONFIG",
-        }
-    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -205,9 +138,7 @@ impl Consumer {
             brokers: BTreeMap::new(),
             namesrv_index: (seed as usize) % config.name_servers.len(),
             conns: Connections::default(),
-            pending: BTreeMap::new(),
-            commit_chains: BTreeMap::new(),
-            next_opaque: 1,
+            requests: Requests::default(),
             timers: TimerQueue::default(),
             queues: QueueTable::default(),
             deliveries: Deliveries::default(),
@@ -327,8 +258,7 @@ impl Consumer {
                 .values()
                 .any(|ids| ids.values().any(|a| *a == addr));
             let queued = self
-                .pending
-                .values()
+                .requests
                 .any(|p| p.conn == conn && matches!(p.kind, PendingKind::Heartbeat));
             if broker && !queued {
                 self.heartbeat_to(now, [addr]);
@@ -343,16 +273,8 @@ impl Consumer {
         let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
             return;
         };
-        let lost: Vec<i32> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.conn == conn)
-            .map(|(o, _)| *o)
-            .collect();
-        for opaque in lost {
-            if let Some(pending) = self.pending.remove(&opaque) {
-                self.answer(now, pending, Err(FailureReason::Disconnected));
-            }
+        for pending in self.requests.lost_on(conn) {
+            self.answer(now, pending, Err(FailureReason::Disconnected));
         }
         // A broker that restarted forgot its locks, and this is all we see of a restart.
         self.lose_leases_on(now, &addr);
@@ -365,20 +287,14 @@ impl Consumer {
             return;
         }
         if command.is_response() {
-            match self.pending.remove(&command.opaque) {
-                Some(pending) if pending.conn == conn => {
+            match self.requests.answered(conn, command.opaque) {
+                Answered::Ours(pending) => {
                     // Answered: its deadline timer would only be dead weight in the queue.
-                    let deadline = pending.sent + self.timeout_of(&pending.kind);
                     self.timers
-                        .remove(deadline, Timer::Request(conn.0, command.opaque));
+                        .remove(pending.deadline, Timer::Request(conn.0, command.opaque));
                     self.answer(now, pending, Ok(command))
                 }
-                Some(pending) => {
-                    // Same opaque on another connection: not ours.
-                    self.pending.insert(command.opaque, pending);
-                    self.counters.unknown_responses += 1;
-                }
-                None => self.counters.unknown_responses += 1,
+                Answered::Unknown => self.counters.unknown_responses += 1,
             }
         } else {
             self.handle_request(now, conn, command);
@@ -566,11 +482,7 @@ impl Consumer {
                 }
             }
             Timer::Request(_, opaque) => {
-                let expired = self.pending.get(&opaque).is_some_and(|p| {
-                    let timeout = self.timeout_of(&p.kind);
-                    now >= p.sent + timeout
-                });
-                if expired && let Some(pending) = self.pending.remove(&opaque) {
+                if let Some(pending) = self.requests.expired(opaque, now) {
                     self.answer(now, pending, Err(FailureReason::Timeout));
                 }
             }
@@ -627,9 +539,9 @@ impl Consumer {
     }
 
     fn request(&mut self, now: Instant, addr: &str, mut command: Command, kind: PendingKind) {
-        let opaque = self.next_opaque;
-        self.next_opaque = self.next_opaque.checked_add(1).unwrap_or(1);
+        let opaque = self.requests.next_opaque();
         command.opaque = opaque;
+        let deadline = now + self.timeout_of(&kind);
         let (route, command) = self.conns.route(now, addr, command);
         let conn = match route {
             Route::Send(conn) => {
@@ -645,29 +557,28 @@ impl Consumer {
                     addr: addr.to_owned(),
                     kind,
                     sent: now,
+                    deadline,
                 };
                 self.answer(now, pending, Err(FailureReason::Disconnected));
                 return;
             }
         };
-        let timeout = self.timeout_of(&kind);
-        self.pending.insert(
+        self.requests.insert(
             opaque,
             Pending {
                 conn,
                 addr: addr.to_owned(),
                 kind,
                 sent: now,
+                deadline,
             },
         );
-        self.timers
-            .set(now + timeout, Timer::Request(conn.0, opaque));
+        self.timers.set(deadline, Timer::Request(conn.0, opaque));
     }
 
     fn oneway(&mut self, now: Instant, addr: &str, command: Command) {
         let mut command = command.oneway();
-        command.opaque = self.next_opaque;
-        self.next_opaque = self.next_opaque.checked_add(1).unwrap_or(1);
+        command.opaque = self.requests.next_opaque();
         if let (Route::Send(conn), Some(command)) = self.conns.route(now, addr, command) {
             self.outputs.push_back(Output::Send { conn, command });
         }
@@ -1655,39 +1566,17 @@ impl Consumer {
         }
     }
 
-    /// Sends a confirmed commit to `addr`, or queues it behind the one in flight there.
-    ///
-    /// One at a time per broker because Apache 4.9's `ConsumerOffsetManager.commitOffset`
-    /// creates a group's per-topic offset map with a plain get-then-put: two first commits of
-    /// one topic handled at once by the broker's 32 consume-manage threads can each make a map,
-    /// and one replaces the other with its queue's offset lost (the broker then answers "no
-    /// offset" for that queue). Seen with four pipelined commits of a lite pull consumer. The
-    /// answer of one commit is the broker's word that it is stored, so the next cannot race it.
+    /// Sends a confirmed commit to `addr`, or holds it behind the one in flight there (see
+    /// [`Requests::hold_commit`]).
     fn request_commit(&mut self, now: Instant, addr: &str, command: Command, kind: PendingKind) {
-        let in_flight = self
-            .pending
-            .values()
-            .any(|p| p.addr == addr && p.kind.is_commit());
-        if in_flight {
-            self.commit_chains
-                .entry(addr.to_owned())
-                .or_default()
-                .push_back((command, kind));
-        } else {
+        if let Some((command, kind)) = self.requests.hold_commit(addr, command, kind) {
             self.request(now, addr, command, kind);
         }
     }
 
-    /// The commit in flight to `addr` was answered or failed: sends the next one queued.
+    /// The commit in flight to `addr` was answered or failed: sends the next one held.
     fn send_next_commit(&mut self, now: Instant, addr: &str) {
-        let Some(chain) = self.commit_chains.get_mut(addr) else {
-            return;
-        };
-        let next = chain.pop_front();
-        if chain.is_empty() {
-            self.commit_chains.remove(addr);
-        }
-        if let Some((command, kind)) = next {
+        if let Some((command, kind)) = self.requests.next_commit(addr) {
             self.request(now, addr, command, kind);
         }
     }
@@ -1772,17 +1661,16 @@ impl Consumer {
             return;
         }
         let committing = self
-            .pending
-            .values()
+            .requests
             .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)))
-            || !self.commit_chains.is_empty();
+            || self.requests.holds_commits();
         // Orderly: unlock only once the final offsets are stored, so the next owner of a queue
         // cannot lock it and read an offset that is about to move.
         if !committing && !self.unlock_sent {
             self.unlock_sent = true;
             self.unlock_all(now);
         }
-        let waiting = self.pending.values().any(|p| {
+        let waiting = self.requests.any(|p| {
             matches!(
                 p.kind,
                 PendingKind::FinalCommit(..) | PendingKind::Unregister | PendingKind::Unlock
@@ -1797,29 +1685,16 @@ impl Consumer {
         if self.lifecycle == Lifecycle::Closed {
             return;
         }
-        // Requests that never got an answer count as not committed.
-        let unanswered: Vec<MessageQueue> = self
-            .pending
-            .values()
-            .filter_map(|p| match &p.kind {
-                PendingKind::FinalCommit(mq, _) => Some(mq.clone()),
+        // Final commits never answered, or never sent, count as not committed.
+        let unanswered = self
+            .requests
+            .clear()
+            .into_iter()
+            .filter_map(|kind| match kind {
+                PendingKind::FinalCommit(mq, _) => Some(mq),
                 _ => None,
-            })
-            .collect();
+            });
         self.report.uncommitted.extend(unanswered);
-        let unsent = std::mem::take(&mut self.commit_chains);
-        self.report
-            .uncommitted
-            .extend(
-                unsent
-                    .into_values()
-                    .flatten()
-                    .filter_map(|(_, kind)| match kind {
-                        PendingKind::FinalCommit(mq, _) => Some(mq),
-                        _ => None,
-                    }),
-            );
-        self.pending.clear();
         self.timers.clear();
         self.lifecycle = Lifecycle::Closed;
         for conn in self.conns.ids() {
@@ -1850,8 +1725,7 @@ impl Consumer {
     fn drained(&self) -> bool {
         self.deliveries.is_empty()
             && !self
-                .pending
-                .values()
+                .requests
                 .any(|p| matches!(p.kind, PendingKind::SendBack(_)))
     }
 

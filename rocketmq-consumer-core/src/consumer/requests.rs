@@ -1,0 +1,220 @@
+//! The request layer: every request in flight by opaque, with its kind and deadline, and the
+//! confirmed commits held back until the one in flight to their broker is answered.
+//!
+//! A request ends exactly once: answered on its connection, timed out, or failed with the
+//! connection it went out on ([`Requests::lost_on`]); the consumer's `answer` takes it from
+//! there.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+use proto::{Command, MessageQueue};
+
+use super::queues::{Epoch, QueueKey};
+use super::retry::SendBack;
+use crate::output::ConnId;
+
+/// A request in flight.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) conn: ConnId,
+    pub(crate) addr: String,
+    pub(crate) kind: PendingKind,
+    pub(crate) sent: Instant,
+    /// When it fails with [`FailureReason::Timeout`] unless answered.
+    pub(crate) deadline: Instant,
+}
+
+/// What a request is for, with what its answer needs.
+#[derive(Debug, Clone)]
+pub(crate) enum PendingKind {
+    Route(String),
+    Heartbeat,
+    ConsumerList(String),
+    QueryOffset(QueueKey, Epoch),
+    MaxOffset(QueueKey, Epoch),
+    SearchOffset(QueueKey, Epoch),
+    Pull {
+        key: QueueKey,
+        epoch: Epoch,
+        offset: i64,
+    },
+    FinalCommit(MessageQueue, i64),
+    Unregister,
+    /// Orderly: `LOCK_BATCH_MQ` for these `(key, epoch)` queues.
+    Lock(Vec<(QueueKey, Epoch)>),
+    /// Orderly shutdown: `UNLOCK_BATCH_MQ`.
+    Unlock,
+    /// A failed message on its way back to the broker.
+    SendBack(Box<SendBack>),
+    /// Poll mode: the queue's first or last offset, to seek to.
+    SeekBound(QueueKey, Epoch),
+    /// Poll mode: `offset_for_timestamp` number `.0`.
+    Search(u64, MessageQueue),
+    /// Poll mode: a commit the application asked for.
+    Commit(MessageQueue, i64),
+    /// `CHECK_CLIENT_CONFIG` for an SQL92 subscription of this topic.
+    CheckClient(String),
+}
+
+impl PendingKind {
+    /// A confirmed `UPDATE_CONSUMER_OFFSET`, one at a time per broker (see [`Requests::hold_commit`]).
+    pub(crate) fn is_commit(&self) -> bool {
+        matches!(self, Self::Commit(..) | Self::FinalCommit(..))
+    }
+
+    /// The request's name in [`Event::RequestFailed`](crate::output::Event::RequestFailed).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Route(_) => "GET_ROUTEINFO_BY_TOPIC",
+            Self::Heartbeat => "HEART_BEAT",
+            Self::ConsumerList(_) => "GET_CONSUMER_LIST_BY_GROUP",
+            Self::QueryOffset(..) => "QUERY_CONSUMER_OFFSET",
+            Self::MaxOffset(..) => "GET_MAX_OFFSET",
+            Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
+            Self::Pull { .. } => "PULL_MESSAGE",
+            Self::FinalCommit(..) | Self::Commit(..) => "UPDATE_CONSUMER_OFFSET",
+            Self::Unregister => "UNREGISTER_CLIENT",
+            Self::Lock(_) => "LOCK_BATCH_MQ",
+            Self::Unlock => "UNLOCK_BATCH_MQ",
+            Self::SendBack(back) => back.request_name(),
+            Self::SeekBound(..) => "GET_MIN_OFFSET/GET_MAX_OFFSET",
+            Self::Search(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
+            Self::CheckClient(_) => "CHECK_CLIENT_CONFIG",
+        }
+    }
+}
+
+/// Every request in flight, and the held-back commits.
+#[derive(Debug)]
+pub(crate) struct Requests {
+    pending: BTreeMap<i32, Pending>,
+    next_opaque: i32,
+    /// Confirmed commits waiting for the one in flight to their broker, by address.
+    held_commits: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
+}
+
+impl Default for Requests {
+    fn default() -> Self {
+        Self {
+            pending: BTreeMap::new(),
+            next_opaque: 1,
+            held_commits: BTreeMap::new(),
+        }
+    }
+}
+
+/// How an answer on a connection relates to the requests in flight.
+pub(crate) enum Answered {
+    /// It answers this request, now ended.
+    Ours(Pending),
+    /// No request of ours on that connection has its opaque.
+    Unknown,
+}
+
+impl Requests {
+    /// A fresh opaque (positive, wrapping before `i32::MAX`).
+    pub(crate) fn next_opaque(&mut self) -> i32 {
+        let opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.checked_add(1).unwrap_or(1);
+        opaque
+    }
+
+    /// Records a request sent (or queued) with `opaque`.
+    pub(crate) fn insert(&mut self, opaque: i32, pending: Pending) {
+        self.pending.insert(opaque, pending);
+    }
+
+    /// The request a response with `opaque` on `conn` answers. The same opaque on another
+    /// connection is not ours: the request stays in flight.
+    pub(crate) fn answered(&mut self, conn: ConnId, opaque: i32) -> Answered {
+        match self.pending.get(&opaque) {
+            Some(p) if p.conn == conn => self
+                .pending
+                .remove(&opaque)
+                .map_or(Answered::Unknown, Answered::Ours),
+            _ => Answered::Unknown,
+        }
+    }
+
+    /// Ends request `opaque` if its deadline has passed at `now`.
+    pub(crate) fn expired(&mut self, opaque: i32, now: Instant) -> Option<Pending> {
+        if self.pending.get(&opaque)?.deadline <= now {
+            self.pending.remove(&opaque)
+        } else {
+            None
+        }
+    }
+
+    /// Ends every request that went out on `conn` (it was lost).
+    pub(crate) fn lost_on(&mut self, conn: ConnId) -> Vec<Pending> {
+        let lost: Vec<i32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.conn == conn)
+            .map(|(opaque, _)| *opaque)
+            .collect();
+        lost.into_iter()
+            .filter_map(|opaque| self.pending.remove(&opaque))
+            .collect()
+    }
+
+    /// Whether a request in flight matches `wanted`.
+    pub(crate) fn any(&self, wanted: impl Fn(&Pending) -> bool) -> bool {
+        self.pending.values().any(wanted)
+    }
+
+    /// Holds a confirmed commit to `addr` back while another is in flight there; gives it
+    /// back when it may go now.
+    ///
+    /// One at a time per broker because Apache 4.9's `ConsumerOffsetManager.commitOffset`
+    /// creates a group's per-topic offset map with a plain get-then-put: two first commits of
+    /// one topic handled at once by the broker's 32 consume-manage threads can each make a map,
+    /// and one replaces the other with its queue's offset lost (the broker then answers "no
+    /// offset" for that queue). Seen with four pipelined commits of a lite pull consumer. The
+    /// answer of one commit is the broker's word that it is stored, so the next cannot race it.
+    pub(crate) fn hold_commit(
+        &mut self,
+        addr: &str,
+        command: Command,
+        kind: PendingKind,
+    ) -> Option<(Command, PendingKind)> {
+        let in_flight = self.any(|p| p.addr == addr && p.kind.is_commit());
+        if in_flight {
+            self.held_commits
+                .entry(addr.to_owned())
+                .or_default()
+                .push_back((command, kind));
+            None
+        } else {
+            Some((command, kind))
+        }
+    }
+
+    /// The commit in flight to `addr` ended: the next one held for it, to send now.
+    pub(crate) fn next_commit(&mut self, addr: &str) -> Option<(Command, PendingKind)> {
+        let chain = self.held_commits.get_mut(addr)?;
+        let next = chain.pop_front();
+        if chain.is_empty() {
+            self.held_commits.remove(addr);
+        }
+        next
+    }
+
+    /// Whether any confirmed commit is held back.
+    pub(crate) fn holds_commits(&self) -> bool {
+        !self.held_commits.is_empty()
+    }
+
+    /// Forgets everything (the consumer closed); returns the kinds of the requests still in
+    /// flight and of the commits never sent.
+    pub(crate) fn clear(&mut self) -> Vec<PendingKind> {
+        let pending = std::mem::take(&mut self.pending);
+        let held = std::mem::take(&mut self.held_commits);
+        pending
+            .into_values()
+            .map(|p| p.kind)
+            .chain(held.into_values().flatten().map(|(_, kind)| kind))
+            .collect()
+    }
+}
