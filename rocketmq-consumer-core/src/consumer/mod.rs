@@ -6,6 +6,7 @@
 //! (`broker_request`) and the poll-mode API (`poll`).
 
 mod broker_request;
+mod cluster;
 mod deliveries;
 mod lease;
 mod poll;
@@ -38,6 +39,7 @@ use crate::queue::flow::{self, Limits, Load};
 use crate::rebalance;
 use crate::stats::{ConsumerStats, QueueStats};
 use crate::timer::{Timer, TimerQueue};
+use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 pub(crate) use queues::{Epoch, QueueKey};
 use queues::{Phase, QueueTable, Start};
@@ -56,9 +58,8 @@ pub struct Consumer {
     start_unix_ms: i64,
     lifecycle: Lifecycle,
     subscriptions: BTreeMap<String, SubscriptionData>,
-    routes: BTreeMap<String, TopicRouteData>,
-    brokers: BTreeMap<String, BTreeMap<i64, String>>,
-    namesrv_index: usize,
+    /// Name servers, routes and the broker address book.
+    cluster: ClusterView,
     conns: Connections,
     /// Requests in flight, and commits held back.
     requests: Requests,
@@ -134,9 +135,7 @@ impl Consumer {
             start_unix_ms: unix_ms,
             lifecycle: Lifecycle::Running,
             subscriptions: BTreeMap::new(),
-            routes: BTreeMap::new(),
-            brokers: BTreeMap::new(),
-            namesrv_index: (seed as usize) % config.name_servers.len(),
+            cluster: ClusterView::new(config.name_servers.clone(), seed as usize),
             conns: Connections::default(),
             requests: Requests::default(),
             timers: TimerQueue::default(),
@@ -253,10 +252,7 @@ impl Consumer {
         // refused and the group looks empty to a rebalance. Heartbeat on it at once, unless a
         // heartbeat already waits in its queue.
         if let Some(addr) = self.conns.addr(conn).map(str::to_owned) {
-            let broker = self
-                .brokers
-                .values()
-                .any(|ids| ids.values().any(|a| *a == addr));
+            let broker = self.cluster.is_broker(&addr);
             let queued = self
                 .requests
                 .any(|p| p.conn == conn && matches!(p.kind, PendingKind::Heartbeat));
@@ -600,12 +596,7 @@ impl Consumer {
                 Ok(route) => self.on_route(now, &topic, route),
                 Err(reason) => {
                     self.failed(&addr, name, reason);
-                    // Move on once per failing name server, not once per failed request: a
-                    // refresh sends one request per topic, and they all fail together.
-                    if self.config.name_servers.get(self.namesrv_index) == Some(&addr) {
-                        self.namesrv_index =
-                            (self.namesrv_index + 1) % self.config.name_servers.len();
-                    }
+                    self.cluster.name_server_failed(&addr);
                     self.timers
                         .reset(now + self.config.rebalance_retry, Timer::RouteRefresh);
                 }
@@ -804,7 +795,7 @@ impl Consumer {
         if self.subscriptions.remove(topic).is_none() {
             return;
         }
-        self.routes.remove(topic);
+        self.cluster.forget_route(topic);
         self.apply_assignment(now, topic, BTreeSet::new());
         self.outputs
             .push_back(Output::Event(Event::SubscriptionRejected {
@@ -820,7 +811,7 @@ impl Consumer {
         if self.lifecycle != Lifecycle::Running {
             return;
         }
-        let Some(namesrv) = self.config.name_servers.get(self.namesrv_index).cloned() else {
+        let Some(namesrv) = self.cluster.name_server().map(str::to_owned) else {
             return;
         };
         let topics: Vec<String> = self.subscriptions.keys().cloned().collect();
@@ -842,28 +833,13 @@ impl Consumer {
     fn on_route(&mut self, now: Instant, topic: &str, route: Option<TopicRouteData>) {
         let Some(route) = route else {
             // The retry topic appears once a broker has our heartbeat; others may come later.
-            if self.routes.remove(topic).is_some() {
+            if self.cluster.forget_route(topic) {
                 self.rebalance(now);
             }
             self.timers
                 .reset(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
             return;
         };
-        // A route that comes back (its brokers were gone, e.g. restarting) may bring brokers
-        // that forgot this consumer: tell them again.
-        let mut new_broker = !self.routes.contains_key(topic);
-        for broker in &route.broker_datas {
-            let known = self.brokers.entry(broker.broker_name.clone()).or_default();
-            for (id, addr) in &broker.broker_addrs {
-                if known.insert(*id, addr.clone()).as_ref() != Some(addr) {
-                    new_broker = true;
-                }
-            }
-        }
-        let changed = self
-            .routes
-            .get(topic)
-            .is_none_or(|old| old.subscribe_queues(topic) != route.subscribe_queues(topic));
         if self.unchecked.remove(topic)
             && let Some(addr) = route
                 .broker_datas
@@ -890,21 +866,19 @@ impl Consumer {
                 PendingKind::CheckClient(topic.to_owned()),
             );
         }
-        self.routes.insert(topic.to_owned(), route);
-        if new_broker {
+        // A route that comes back (its brokers were gone, e.g. restarting) may bring brokers
+        // that forgot this consumer: tell them again.
+        let change = self.cluster.update_route(topic, route);
+        if change.new_broker {
             self.rebalance_after_heartbeat = true;
             self.heartbeat(now);
-        } else if changed {
+        } else if change.queues_changed {
             self.rebalance(now);
         }
     }
 
     fn heartbeat(&mut self, now: Instant) {
-        let addrs: BTreeSet<String> = self
-            .brokers
-            .values()
-            .flat_map(|ids| ids.values().cloned())
-            .collect();
+        let addrs = self.cluster.broker_addrs();
         self.heartbeat_to(now, addrs);
     }
 
@@ -956,7 +930,7 @@ impl Consumer {
                 self.apply_assignment(now, &topic, fixed);
                 continue;
             }
-            let Some(route) = self.routes.get(&topic) else {
+            let Some(route) = self.cluster.route(&topic) else {
                 // No route: the topic is gone, or not there yet; own none of its queues.
                 self.apply_assignment(now, &topic, BTreeSet::new());
                 continue;
@@ -990,7 +964,7 @@ impl Consumer {
     }
 
     fn apply_rebalance(&mut self, now: Instant, topic: &str, consumer_ids: &[String]) {
-        let Some(route) = self.routes.get(topic) else {
+        let Some(route) = self.cluster.route(topic) else {
             return;
         };
         let queues = route.subscribe_queues(topic);
@@ -1241,7 +1215,7 @@ impl Consumer {
             .subscriptions
             .get(mq.topic())
             .map_or(0, |s| s.sub_version);
-        let Some((addr, is_master)) = self.pull_addr(mq.broker_name(), broker_id) else {
+        let Some((addr, is_master)) = self.cluster.pull_addr(mq.broker_name(), broker_id) else {
             self.timers
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
             return;
@@ -1632,11 +1606,7 @@ impl Consumer {
             let command = self.commit_command(&mq, offset);
             self.request_commit(now, &addr, command, PendingKind::FinalCommit(mq, offset));
         }
-        let addrs: BTreeSet<String> = self
-            .brokers
-            .values()
-            .flat_map(|ids| ids.values().cloned())
-            .collect();
+        let addrs = self.cluster.broker_addrs();
         self.flush_local_offsets();
         for addr in addrs {
             let header = UnregisterClientRequest {
@@ -1761,19 +1731,7 @@ impl Consumer {
     }
 
     fn master_addr(&self, broker: &str) -> Option<String> {
-        let ids = self.brokers.get(broker)?;
-        ids.get(&0).or_else(|| ids.values().next()).cloned()
-    }
-
-    /// The address to pull from: the suggested node, else the master, else any
-    /// (`findBrokerAddressInSubscribe`); and whether it is the master.
-    fn pull_addr(&self, broker: &str, id: i64) -> Option<(String, bool)> {
-        let ids = self.brokers.get(broker)?;
-        let (id, addr) = ids
-            .get_key_value(&id)
-            .or_else(|| ids.get_key_value(&0))
-            .or_else(|| ids.iter().next())?;
-        Some((addr.clone(), *id == 0))
+        self.cluster.master_addr(broker)
     }
 
     /// Orderly clustering consumption holds broker locks; broadcasting needs none.

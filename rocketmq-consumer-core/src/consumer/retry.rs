@@ -230,8 +230,8 @@ impl Consumer {
         message.set_property(property::DELAY, &(3 + times).to_string());
         message.remove_property(property::TRAN_MSG);
         let queue_id = self
-            .routes
-            .get(&self.retry_topic)
+            .cluster
+            .route(&self.retry_topic)
             .and_then(|route| {
                 route
                     .publish_queues(&self.retry_topic)
