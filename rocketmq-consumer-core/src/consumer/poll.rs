@@ -282,7 +282,7 @@ impl Consumer {
     pub fn load_offsets(&mut self, offsets: impl IntoIterator<Item = (MessageQueue, i64)>) {
         for (mq, offset) in offsets {
             if offset >= 0 {
-                self.local_offsets.insert(mq, offset);
+                self.local_offsets.load(mq, offset);
             }
         }
     }

@@ -1,0 +1,313 @@
+//! Which queues are ours: topic routes from the name server, heartbeats to every broker,
+//! rebalancing by the group's strategy, and queues taken on or revoked (`remoting-protocol.md`
+//! §5, §6).
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use proto::body::{
+    CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData,
+    TopicRouteData,
+};
+use proto::headers::{
+    CheckClientConfigRequest, GetConsumerListByGroupRequest, GetRouteInfoRequest, HeartbeatRequest,
+};
+use proto::{Command, MessageQueue, RequestCode};
+
+use super::{Consumer, Lifecycle, PendingKind, Phase, QueueKey};
+use crate::config::{ConsumeFrom, ConsumeMode, MessageModel};
+use crate::output::{Event, FailureReason, Output};
+use crate::rebalance;
+use crate::timer::Timer;
+
+impl Consumer {
+    /// A broker cannot evaluate the topic's SQL92 expression: drop the subscription and its
+    /// queues, and tell the brokers at the next heartbeat.
+    pub(super) fn reject_subscription(&mut self, now: Instant, topic: &str, reason: FailureReason) {
+        if self.subscriptions.remove(topic).is_none() {
+            return;
+        }
+        self.cluster.forget_route(topic);
+        self.apply_assignment(now, topic, BTreeSet::new());
+        self.outputs
+            .push_back(Output::Event(Event::SubscriptionRejected {
+                topic: topic.to_owned(),
+                reason,
+            }));
+        self.timers.reset(now, Timer::Heartbeat);
+    }
+
+    // ----- routes and heartbeats -----
+
+    pub(super) fn refresh_routes(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let Some(namesrv) = self.cluster.name_server().map(str::to_owned) else {
+            return;
+        };
+        let topics: Vec<String> = self.subscriptions.keys().cloned().collect();
+        for topic in topics {
+            let header = GetRouteInfoRequest {
+                topic: topic.clone(),
+                accept_standard_json_only: Some(true),
+            };
+            self.request(
+                now,
+                &namesrv,
+                Command::request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header),
+                PendingKind::Route(topic),
+            );
+        }
+    }
+
+    /// The name server's route of `topic`; `None` when it knows no such topic.
+    pub(super) fn on_route(&mut self, now: Instant, topic: &str, route: Option<TopicRouteData>) {
+        let Some(route) = route else {
+            // The retry topic appears once a broker has our heartbeat; others may come later.
+            if self.cluster.forget_route(topic) {
+                self.rebalance(now);
+            }
+            self.timers
+                .reset(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
+            return;
+        };
+        if self.unchecked.remove(topic)
+            && let Some(addr) = route
+                .broker_datas
+                .iter()
+                .find_map(|b| b.master_or_any_addr().map(str::to_owned))
+            && let Some(subscription) = self.subscriptions.get(topic)
+        {
+            let body = CheckClientRequestBody {
+                client_id: self.client_id.clone(),
+                group: self.config.group.clone(),
+                subscription_data: subscription.clone(),
+                namespace: None,
+            }
+            .encode();
+            let request = Command::request(
+                RequestCode::CHECK_CLIENT_CONFIG,
+                &CheckClientConfigRequest {},
+            )
+            .with_body(body);
+            self.request(
+                now,
+                &addr,
+                request,
+                PendingKind::CheckClient(topic.to_owned()),
+            );
+        }
+        // A route that comes back (its brokers were gone, e.g. restarting) may bring brokers
+        // that forgot this consumer: tell them again.
+        let change = self.cluster.update_route(topic, route);
+        if change.new_broker {
+            self.rebalance_after_heartbeat = true;
+            self.heartbeat(now);
+        } else if change.queues_changed {
+            self.rebalance(now);
+        }
+    }
+
+    pub(super) fn heartbeat(&mut self, now: Instant) {
+        let addrs = self.cluster.broker_addrs();
+        self.heartbeat_to(now, addrs);
+    }
+
+    pub(super) fn heartbeat_to(&mut self, now: Instant, addrs: impl IntoIterator<Item = String>) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let data = HeartbeatData {
+            client_id: self.client_id.clone(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: self.config.group.clone(),
+                consume_type: if self.config.consume_mode == ConsumeMode::Poll {
+                    ConsumeType::Actively
+                } else {
+                    ConsumeType::Passively
+                },
+                message_model: match self.config.message_model {
+                    MessageModel::Broadcasting => proto::body::MessageModel::Broadcasting,
+                    _ => proto::body::MessageModel::Clustering,
+                },
+                consume_from_where: match self.config.consume_from {
+                    ConsumeFrom::LastOffset => ConsumeFromWhere::LastOffset,
+                    ConsumeFrom::FirstOffset => ConsumeFromWhere::FirstOffset,
+                    ConsumeFrom::Timestamp(_) => ConsumeFromWhere::Timestamp,
+                },
+                subscription_data_set: self.subscriptions.values().cloned().collect(),
+                ..ConsumerData::default()
+            }],
+            ..HeartbeatData::default()
+        };
+        let body = data.encode();
+        for addr in addrs {
+            let request = Command::request(RequestCode::HEART_BEAT, &HeartbeatRequest {})
+                .with_body(body.clone());
+            self.request(now, &addr, request, PendingKind::Heartbeat);
+        }
+    }
+
+    // ----- rebalance -----
+
+    pub(super) fn rebalance(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let topics: Vec<String> = self.subscriptions.keys().cloned().collect();
+        for topic in topics {
+            if let Some(fixed) = self.assigned.get(&topic) {
+                let fixed = fixed.clone();
+                self.apply_assignment(now, &topic, fixed);
+                continue;
+            }
+            let Some(route) = self.cluster.route(&topic) else {
+                // No route: the topic is gone, or not there yet; own none of its queues.
+                self.apply_assignment(now, &topic, BTreeSet::new());
+                continue;
+            };
+            if self.config.message_model == MessageModel::Broadcasting {
+                let all = route.subscribe_queues(&topic).into_iter().collect();
+                self.apply_assignment(now, &topic, all);
+                continue;
+            }
+            let masters: Vec<String> = route
+                .broker_datas
+                .iter()
+                .filter_map(|b| b.master_or_any_addr().map(str::to_owned))
+                .collect();
+            if masters.is_empty() {
+                continue;
+            }
+            // Java asks a random broker of the topic (`findBrokerAddrByTopic`).
+            let pick = (self.next_random() % masters.len() as u64) as usize;
+            let addr = masters[pick].clone();
+            let header = GetConsumerListByGroupRequest {
+                consumer_group: self.config.group.clone(),
+            };
+            self.request(
+                now,
+                &addr,
+                Command::request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &header),
+                PendingKind::ConsumerList(topic),
+            );
+        }
+    }
+
+    pub(super) fn apply_rebalance(&mut self, now: Instant, topic: &str, consumer_ids: &[String]) {
+        let Some(route) = self.cluster.route(topic) else {
+            return;
+        };
+        let queues = route.subscribe_queues(topic);
+        let mine = rebalance::allocate(
+            &self.config.strategy,
+            &self.client_id,
+            &queues,
+            consumer_ids,
+        );
+        if !consumer_ids.iter().any(|id| id == &self.client_id) {
+            // The broker does not list us yet (heartbeat in flight): try again soon.
+            self.timers
+                .reset(now + self.config.rebalance_retry, Timer::Rebalance);
+        }
+        self.apply_assignment(now, topic, mine.into_iter().collect());
+    }
+
+    pub(super) fn apply_assignment(
+        &mut self,
+        now: Instant,
+        topic: &str,
+        target: BTreeSet<MessageQueue>,
+    ) {
+        let current: BTreeSet<MessageQueue> = self
+            .queues
+            .iter()
+            .filter(|s| s.mq.topic() == topic && s.phase != Phase::Revoking)
+            .map(|s| s.mq.clone())
+            .collect();
+        let change = rebalance::diff(&current, &target);
+        for mq in &change.removed {
+            self.revoke(now, mq);
+        }
+        let mut to_lock = Vec::new();
+        for mq in &change.added {
+            to_lock.extend(self.add_queue(now, mq.clone()));
+        }
+        // Orderly: lock new queues at once, one request per broker, not at the next renewal.
+        if !to_lock.is_empty() {
+            self.lock_queues(now, to_lock);
+        }
+        if !change.added.is_empty() {
+            self.outputs
+                .push_back(Output::Event(Event::Assigned(change.added)));
+        }
+    }
+
+    /// Starts consuming `mq`; returns its key when it must be locked first (orderly).
+    pub(super) fn add_queue(&mut self, now: Instant, mq: MessageQueue) -> Option<QueueKey> {
+        if let Some(old) = self.queues.key_of(&mq) {
+            // Revoked but still draining: finish the old life before the new one starts.
+            if self
+                .queues
+                .get(old)
+                .is_some_and(|s| s.phase == Phase::Revoking)
+            {
+                self.finish_revoke(now, old);
+            } else {
+                return None;
+            }
+        }
+        let (key, epoch) = self.insert_queue(mq, None, None);
+        if self.needs_lock() {
+            return Some(key);
+        }
+        self.resolve_offset(now, key, epoch);
+        None
+    }
+
+    pub(super) fn revoke(&mut self, now: Instant, mq: &MessageQueue) {
+        let Some(state) = self.queues.key_of(mq).and_then(|k| self.queues.get_mut(k)) else {
+            return;
+        };
+        state.phase = Phase::Revoking;
+        let (key, epoch) = (state.key, state.epoch);
+        if self.deliveries.any_of(key, epoch) {
+            self.timers.set(
+                now + self.config.revoke_drain_timeout,
+                Timer::RevokeDeadline(key, epoch),
+            );
+        } else {
+            self.finish_revoke(now, key);
+        }
+    }
+
+    pub(super) fn maybe_finish_revoke(&mut self, now: Instant, key: QueueKey) {
+        let Some(state) = self.queues.get(key) else {
+            return;
+        };
+        let epoch = state.epoch;
+        if !self.deliveries.any_of(key, epoch) {
+            self.finish_revoke(now, key);
+        }
+    }
+
+    /// Commits the queue's offset and forgets it; in-flight completions become stale.
+    pub(super) fn finish_revoke(&mut self, now: Instant, key: QueueKey) {
+        let Some(state) = self.queues.remove(key) else {
+            return;
+        };
+        // Only a queue that got its start offset has anything to commit; an orderly queue
+        // whose lease lapsed may have a new owner by now, who must not see its offset move.
+        let committable =
+            state.persisted.is_some() && (!self.needs_lock() || state.lease_valid(now));
+        if committable {
+            self.store_offset(now, &state.mq, state.commit_point());
+        }
+        if self.needs_lock() && state.lease.is_some() {
+            self.unlock_oneway(now, &state.mq);
+        }
+        self.outputs
+            .push_back(Output::Event(Event::Revoked(vec![state.mq])));
+    }
+}

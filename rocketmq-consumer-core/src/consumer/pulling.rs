@@ -1,0 +1,345 @@
+//! A queue's life between assignment and revoke: its start offset (the committed one, or
+//! Java's table for a queue without one), then long-polling pulls under flow control.
+
+use std::time::Instant;
+
+use proto::headers::{
+    GetMaxOffsetRequest, PullMessageRequest, QueryConsumerOffsetRequest, SearchOffsetRequest,
+    pull_sys_flag,
+};
+use proto::{Command, RequestCode, ResponseCode};
+
+use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey, RETRY_TOPIC_PREFIX};
+use crate::config::{ConsumeFrom, MessageModel};
+use crate::output::{Event, FailureReason, Output};
+use crate::pull::{self, PullOutcome};
+use crate::queue::flow::{self, Limits, Load};
+use crate::timer::Timer;
+
+impl Consumer {
+    pub(super) fn resolve_offset(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        let group = self.config.group.clone();
+        let Some(mq) = self.queues.get(key).map(|s| s.mq.clone()) else {
+            return;
+        };
+        if self.config.message_model == MessageModel::Broadcasting {
+            match self.local_offsets.get(&mq) {
+                Some(offset) => self.start_queue(now, key, epoch, offset),
+                None => self.resolve_without_commit(now, key, epoch),
+            }
+            return;
+        }
+        let Some(addr) = self.master_addr(mq.broker_name()) else {
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            return;
+        };
+        if let Some(state) = self.queues.live_mut(key, epoch) {
+            state.phase = Phase::Resolving;
+        }
+        let header = QueryConsumerOffsetRequest {
+            consumer_group: group,
+            topic: mq.topic().to_owned(),
+            queue_id: mq.queue_id(),
+            set_zero_if_not_found: Some(false),
+        };
+        self.request(
+            now,
+            &addr,
+            Command::request(RequestCode::QUERY_CONSUMER_OFFSET, &header),
+            PendingKind::QueryOffset(key, epoch),
+        );
+    }
+
+    /// Java's table for a queue without a committed offset (`remoting-protocol.md` §7.8).
+    pub(super) fn resolve_without_commit(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        let Some(mq) = self.queues.get(key).map(|s| s.mq.clone()) else {
+            return;
+        };
+        let is_retry = mq.topic().starts_with(RETRY_TOPIC_PREFIX);
+        let Some(addr) = self.master_addr(mq.broker_name()) else {
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            if let Some(state) = self.queues.live_mut(key, epoch) {
+                state.phase = Phase::Resolve;
+            }
+            return;
+        };
+        match (self.config.consume_from, is_retry) {
+            (ConsumeFrom::FirstOffset, _) | (ConsumeFrom::LastOffset, true) => {
+                self.start_queue(now, key, epoch, 0);
+            }
+            (ConsumeFrom::LastOffset, false) | (ConsumeFrom::Timestamp(_), true) => {
+                let header = GetMaxOffsetRequest {
+                    topic: mq.topic().to_owned(),
+                    queue_id: mq.queue_id(),
+                    committed: Some(true),
+                };
+                let request = Command::request(RequestCode::GET_MAX_OFFSET, &header);
+                self.request(now, &addr, request, PendingKind::MaxOffset(key, epoch));
+            }
+            (ConsumeFrom::Timestamp(ms), false) => {
+                let header = SearchOffsetRequest {
+                    topic: mq.topic().to_owned(),
+                    queue_id: mq.queue_id(),
+                    timestamp: ms,
+                    boundary_type: None,
+                };
+                let request = Command::request(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);
+                self.request(now, &addr, request, PendingKind::SearchOffset(key, epoch));
+            }
+        }
+    }
+
+    pub(super) fn start_queue(&mut self, now: Instant, key: QueueKey, epoch: Epoch, offset: i64) {
+        let Some(state) = self.queues.live_mut(key, epoch) else {
+            self.counters.stale_responses += 1;
+            return;
+        };
+        if state.phase != Phase::Resolving && state.phase != Phase::Resolve {
+            return;
+        }
+        state.phase = Phase::Idle;
+        self.queues.restart_at(key, offset);
+        self.try_pull(now, key, epoch);
+    }
+
+    // ----- pulling -----
+
+    pub(super) fn on_pull_timer(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        let Some(state) = self.queues.live_mut(key, epoch) else {
+            return;
+        };
+        match state.phase {
+            Phase::Resolve => self.resolve_offset(now, key, epoch),
+            Phase::Idle => self.try_pull(now, key, epoch),
+            Phase::Lock | Phase::Resolving | Phase::Pulling | Phase::Revoking => {}
+        }
+    }
+
+    pub(super) fn try_pull(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let limits = self.limits_for(key);
+        let (total_messages, total_bytes) = self.queues.cached();
+        let Some(state) = self.queues.get(key) else {
+            return;
+        };
+        if state.epoch != epoch || state.phase != Phase::Idle {
+            return;
+        }
+        // A paused queue waits for `resume`, which pulls it again.
+        if !self.paused.is_empty() && self.paused.contains(&state.mq) {
+            return;
+        }
+        let mq = state.mq.clone();
+        let load = Load {
+            queue_messages: state.pq().len(),
+            queue_bytes: state.pq().bytes(),
+            span: state.pq().span(),
+            total_messages,
+            total_bytes,
+        };
+        if flow::decide(load, limits).is_err() {
+            self.counters.flow_control_pauses += 1;
+            self.timers.set(
+                now + self.config.flow_control_backoff,
+                Timer::Pull(key, epoch),
+            );
+            return;
+        }
+        let offset = state.next_offset;
+        let commit = state.commit_point();
+        let broker_id = state.pull_broker_id;
+        let sub_version = self
+            .subscriptions
+            .get(mq.topic())
+            .map_or(0, |s| s.sub_version);
+        let Some((addr, is_master)) = self.cluster.pull_addr(mq.broker_name(), broker_id) else {
+            self.timers
+                .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            return;
+        };
+        // Piggy-back the commit on the pull, on masters only (`PullAPIWrapper.pullKernelImpl`),
+        // and only when it moved since last stored: Apache's brokers handle pulls and
+        // `UPDATE_CONSUMER_OFFSET` on different thread pools and store a lower offset as given,
+        // so a pull repeating an old offset could land after a later commit (the final one at
+        // shutdown, say) and take the group back. Java sends it on every pull.
+        let moved = state.persisted.is_none_or(|p| commit > p);
+        let commit_flag = commit > 0
+            && moved
+            && is_master
+            && self.config.message_model == MessageModel::Clustering;
+        let header = PullMessageRequest {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic().to_owned(),
+            queue_id: mq.queue_id(),
+            queue_offset: offset,
+            max_msg_nums: self.config.pull_batch_size,
+            sys_flag: pull_sys_flag::build(commit_flag, true, false, false, false),
+            commit_offset: if commit_flag { commit } else { 0 },
+            suspend_timeout_millis: self.config.long_poll_suspend.as_millis() as i64,
+            subscription: None,
+            sub_version,
+            expression_type: None,
+            max_msg_bytes: None,
+            broker_name: None,
+        };
+        if let Some(state) = self.queues.get_mut(key) {
+            state.phase = Phase::Pulling;
+            if commit_flag {
+                state.persisted = Some(state.persisted.map_or(commit, |p| p.max(commit)));
+                state.committed_once = true;
+            }
+        }
+        self.request(
+            now,
+            &addr,
+            Command::request(RequestCode::PULL_MESSAGE, &header),
+            PendingKind::Pull { key, epoch, offset },
+        );
+    }
+
+    pub(super) fn on_pull(
+        &mut self,
+        now: Instant,
+        addr: &str,
+        key: QueueKey,
+        epoch: Epoch,
+        offset: i64,
+        response: Command,
+    ) {
+        let Some(state) = self
+            .queues
+            .get_mut(key)
+            .filter(|s| s.epoch == epoch && s.phase == Phase::Pulling)
+        else {
+            self.counters.stale_responses += 1;
+            return;
+        };
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        let subscription = self.subscriptions.get(state.mq.topic());
+        let outcome = pull::interpret(&response, offset, subscription, &self.retry_topic);
+        let mq = state.mq.clone();
+        state.phase = Phase::Idle;
+        match outcome {
+            PullOutcome::Found {
+                messages,
+                next_offset,
+                max_offset,
+                suggested_broker,
+                corrupt,
+            } => {
+                state.next_offset = next_offset;
+                state.max_offset = max_offset;
+                state.pull_broker_id = suggested_broker;
+                self.queues.change_cache(key, |pq| {
+                    if messages.is_empty() {
+                        pq.advance_empty(next_offset);
+                    } else {
+                        pq.put(messages);
+                    }
+                });
+                if let Some((error, _)) = corrupt {
+                    self.outputs
+                        .push_back(Output::Event(Event::CorruptMessages { queue: mq, error }));
+                    self.timers
+                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                } else {
+                    self.pull_next(now, key, epoch);
+                }
+            }
+            PullOutcome::NoMessages {
+                next_offset,
+                max_offset,
+                suggested_broker,
+            } => {
+                state.next_offset = next_offset;
+                state.max_offset = max_offset;
+                state.pull_broker_id = suggested_broker;
+                // Java's correctTagsOffset: with nothing cached, the offset may move on.
+                self.queues
+                    .change_cache(key, |pq| pq.advance_empty(next_offset));
+                self.pull_next(now, key, epoch);
+            }
+            PullOutcome::OffsetMoved { next_offset } => {
+                self.outputs.push_back(Output::Event(Event::OffsetMoved {
+                    queue: mq.clone(),
+                    from: offset,
+                    to: next_offset,
+                }));
+                // Java drops the process queue, persists the corrected offset and lets the next
+                // rebalance add the queue again; re-creating it here at the corrected offset is
+                // the same without waiting for a rebalance or racing the oneway commit.
+                let lease = self.queues.remove(key).and_then(|s| s.lease);
+                self.store_offset(now, &mq, next_offset);
+                let (key, epoch) = self.insert_queue(mq, Some(next_offset), lease);
+                self.try_pull(now, key, epoch);
+            }
+            PullOutcome::BrokerBusy => {
+                self.timers.set(
+                    now + self.config.broker_flow_control_backoff,
+                    Timer::Pull(key, epoch),
+                );
+            }
+            PullOutcome::Failed { code, remark } => {
+                if matches!(
+                    code,
+                    ResponseCode::SUBSCRIPTION_NOT_EXIST | ResponseCode::SUBSCRIPTION_NOT_LATEST
+                ) {
+                    self.heartbeat(now);
+                }
+                self.failed(addr, "PULL_MESSAGE", FailureReason::Refused(code, remark));
+                self.timers
+                    .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+            }
+        }
+    }
+
+    pub(super) fn pull_next(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        if self.config.pull_interval.is_zero() {
+            self.try_pull(now, key, epoch);
+        } else {
+            self.timers
+                .set(now + self.config.pull_interval, Timer::Pull(key, epoch));
+        }
+    }
+
+    pub(super) fn limits_for(&self, key: QueueKey) -> Limits {
+        let c = &self.config;
+        let topic_limits =
+            c.max_cached_messages_per_topic.is_some() || c.max_cached_bytes_per_topic.is_some();
+        // Counting a topic's queues is a scan: only pay it when per-topic limits are set.
+        let queues_of_topic = if topic_limits {
+            let topic = self
+                .queues
+                .get(key)
+                .map(|s| s.mq.topic())
+                .unwrap_or_default();
+            self.queues.iter().filter(|s| s.mq.topic() == topic).count()
+        } else {
+            0
+        };
+        let queue_messages = match c.max_cached_messages_per_topic {
+            Some(limit) => (flow::per_queue_share(limit as u64, queues_of_topic) as usize)
+                .min(c.max_cached_messages_per_queue),
+            None => c.max_cached_messages_per_queue,
+        };
+        let queue_bytes = match c.max_cached_bytes_per_topic {
+            Some(limit) => {
+                flow::per_queue_share(limit, queues_of_topic).min(c.max_cached_bytes_per_queue)
+            }
+            None => c.max_cached_bytes_per_queue,
+        };
+        Limits {
+            queue_messages,
+            queue_bytes,
+            span: c.max_offset_span,
+            total_messages: c.max_cached_messages_total,
+            total_bytes: c.max_cached_bytes_total,
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Graceful shutdown after the drain: final commits, unregistration, the orderly unlocks once
+//! the offsets are stored, and the report.
+
+use std::time::Instant;
+
+use proto::headers::UnregisterClientRequest;
+use proto::{Command, MessageQueue, RequestCode};
+
+use super::{Consumer, Lifecycle, PendingKind};
+use crate::config::MessageModel;
+use crate::output::{Event, Output};
+use crate::timer::Timer;
+
+impl Consumer {
+    pub(super) fn finish_drain(&mut self, now: Instant) {
+        self.lifecycle = Lifecycle::Finishing;
+        self.report.abandoned = self.deliveries.abandon_all();
+        self.timers.clear();
+        let leased = self.needs_lock();
+        let queues: Vec<(MessageQueue, i64, bool)> = self
+            .queues
+            .iter()
+            .map(|s| {
+                let owned = s.persisted.is_some() && (!leased || s.lease_valid(now));
+                (s.mq.clone(), s.commit_point(), owned)
+            })
+            .collect();
+        let broadcasting = self.config.message_model == MessageModel::Broadcasting;
+        for (mq, offset, started) in queues {
+            if !started {
+                continue;
+            }
+            if broadcasting {
+                self.store_offset(now, &mq, offset);
+                self.report.committed.push((mq, offset));
+                continue;
+            }
+            let Some(addr) = self.master_addr(mq.broker_name()) else {
+                self.report.uncommitted.push(mq);
+                continue;
+            };
+            let command = self.commit_command(&mq, offset);
+            self.request_commit(now, &addr, command, PendingKind::FinalCommit(mq, offset));
+        }
+        let addrs = self.cluster.broker_addrs();
+        self.flush_local_offsets();
+        for addr in addrs {
+            let header = UnregisterClientRequest {
+                client_id: self.client_id.clone(),
+                producer_group: None,
+                consumer_group: Some(self.config.group.clone()),
+            };
+            self.request(
+                now,
+                &addr,
+                Command::request(RequestCode::UNREGISTER_CLIENT, &header),
+                PendingKind::Unregister,
+            );
+        }
+        self.timers
+            .set(now + self.config.request_timeout, Timer::ShutdownFinish);
+        self.maybe_close(now);
+    }
+
+    pub(super) fn maybe_close(&mut self, now: Instant) {
+        if self.lifecycle != Lifecycle::Finishing {
+            return;
+        }
+        let committing = self
+            .requests
+            .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)))
+            || self.requests.holds_commits();
+        // Orderly: unlock only once the final offsets are stored, so the next owner of a queue
+        // cannot lock it and read an offset that is about to move.
+        if !committing && !self.unlock_sent {
+            self.unlock_sent = true;
+            self.unlock_all(now);
+        }
+        let waiting = self.requests.any(|p| {
+            matches!(
+                p.kind,
+                PendingKind::FinalCommit(..) | PendingKind::Unregister | PendingKind::Unlock
+            )
+        });
+        if !waiting {
+            self.close();
+        }
+    }
+
+    pub(super) fn close(&mut self) {
+        if self.lifecycle == Lifecycle::Closed {
+            return;
+        }
+        // Final commits never answered, or never sent, count as not committed.
+        let unanswered = self
+            .requests
+            .clear()
+            .into_iter()
+            .filter_map(|kind| match kind {
+                PendingKind::FinalCommit(mq, _) => Some(mq),
+                _ => None,
+            });
+        self.report.uncommitted.extend(unanswered);
+        self.timers.clear();
+        self.lifecycle = Lifecycle::Closed;
+        for conn in self.conns.ids() {
+            self.outputs.push_back(Output::Close { conn });
+        }
+        self.conns.clear();
+        self.conns.to_open.clear();
+        let mut report = std::mem::take(&mut self.report);
+        report.committed.sort();
+        report.uncommitted.sort();
+        self.outputs.push_back(Output::Event(Event::Closed(report)));
+    }
+}
