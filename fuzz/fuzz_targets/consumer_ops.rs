@@ -344,8 +344,12 @@ fuzz_target!(|data: &[u8]| {
                     2 => drop(consumer.seek_to_edge(now, &mq, c.below(2) == 0)),
                     3 => consumer.pause(&mq),
                     4 => consumer.resume(now, &mq),
-                    5 => drop(consumer.commit(now)),
-                    6 => drop(consumer.offset_for_timestamp(now, &mq, 1_700_000_000_000)),
+                    5 => {
+                        let _ = consumer.commit(now);
+                    }
+                    6 => {
+                        let _ = consumer.offset_for_timestamp(now, &mq, 1_700_000_000_000);
+                    }
                     _ => drop(consumer.assign(now, [mq])),
                 }
             }

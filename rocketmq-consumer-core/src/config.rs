@@ -12,9 +12,9 @@ pub enum ConsumeFrom {
     /// The queue's end: only messages stored from now on (Java's default). A retry topic
     /// starts at 0 instead, so earlier failures are not lost.
     #[default]
-    LastOffset,
+    Last,
     /// The queue's beginning.
-    FirstOffset,
+    First,
     /// The first message stored at or after this time (ms since the epoch).
     Timestamp(i64),
 }
@@ -157,7 +157,7 @@ impl ConsumerConfig {
             name_servers,
             message_model: MessageModel::Clustering,
             consume_mode: ConsumeMode::Concurrent,
-            consume_from: ConsumeFrom::LastOffset,
+            consume_from: ConsumeFrom::Last,
             strategy: Strategy::Averagely,
             pull_batch_size: 32,
             long_poll_suspend: Duration::from_secs(15),

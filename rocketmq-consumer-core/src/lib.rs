@@ -58,7 +58,7 @@ mod timer;
 pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageModel};
 pub use consumer::Consumer;
 pub use output::{
-    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled,
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled, RequestId,
     ShutdownReport,
 };
 pub use proto::MessageQueue;

@@ -18,6 +18,12 @@ pub struct DeliveryId {
     pub(crate) seq: u64,
 }
 
+/// Names an application request whose answer comes later as an event:
+/// `Consumer::commit` ([`Event::CommitDone`]), `Consumer::seek_to_edge` ([`Event::SeekDone`]),
+/// `Consumer::offset_for_timestamp` ([`Event::OffsetForTimestamp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub(crate) u64);
+
 /// Messages for the user's handler; answer with `Consumer::complete(id, outcome)`.
 #[derive(Clone, Debug)]
 pub struct Delivery {
@@ -83,8 +89,10 @@ pub struct Polled {
 }
 
 /// Work for the driver. Drain with `poll_output` after every input.
+///
+/// Exhaustive on purpose: a driver matches every variant, so a new kind of work cannot be
+/// dropped silently by a `_` arm (events, which a driver may ignore, stay non-exhaustive).
 #[derive(Debug)]
-#[non_exhaustive]
 #[must_use]
 pub enum Output {
     /// Open a TCP connection to `addr` and report back with `handle_connected` or
@@ -188,12 +196,31 @@ pub enum Event {
         /// The broker's answer.
         reason: FailureReason,
     },
-    /// Offsets the brokers confirmed after `Consumer::commit`.
-    Committed(Vec<(MessageQueue, i64)>),
-    /// The answer to `Consumer::offset_for_timestamp` number `request`.
+    /// The answer to `Consumer::commit` `request`, once every queue it committed is answered
+    /// (broadcasting: at once, the table handed to the driver to store).
+    CommitDone {
+        /// The id `commit` returned.
+        request: RequestId,
+        /// Queues whose broker confirmed the commit, with the next offset to consume.
+        committed: Vec<(MessageQueue, i64)>,
+        /// Queues whose commit the broker refused, did not answer in time, or could not be
+        /// sent.
+        unconfirmed: Vec<MessageQueue>,
+    },
+    /// The answer to `Consumer::seek_to_edge` `request`: the queue moved to this offset, or
+    /// why it did not.
+    SeekDone {
+        /// The id `seek_to_edge` returned.
+        request: RequestId,
+        /// The queue.
+        queue: MessageQueue,
+        /// The offset the queue continues at.
+        offset: Result<i64, FailureReason>,
+    },
+    /// The answer to `Consumer::offset_for_timestamp` `request`.
     OffsetForTimestamp {
-        /// The number `offset_for_timestamp` returned.
-        request: u64,
+        /// The id `offset_for_timestamp` returned.
+        request: RequestId,
         /// The queue.
         queue: MessageQueue,
         /// The first offset stored at or after the time, or why there is none.

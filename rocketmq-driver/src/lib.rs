@@ -35,7 +35,9 @@
 
 mod client;
 mod connection;
+mod control;
 mod driver;
+mod input;
 mod lite_pull;
 mod offset_file;
 mod producer;
@@ -47,9 +49,11 @@ pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
 pub use consumer_core::{
-    ConfigError, ConsumeOutcome, ConsumerConfig, Event, FailureReason, MessageQueue, ShutdownReport,
+    ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, Event, FailureReason, MessageQueue,
+    ShutdownReport,
 };
-pub use lite_pull::{CommitReport, ControlError, LitePullConsumer, LitePullConsumerBuilder};
+pub use control::{CommitReport, ControlError};
+pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder};
 pub use producer::{Producer, ProducerBuilder};
 pub use proto::message::Message;
 pub use push::{PushConsumer, PushConsumerBuilder, RunningConsumer};
@@ -63,29 +67,6 @@ pub mod prelude {
         ProducerMessage, RunningConsumer, Runtime, SendError, SendResult, SendStatus,
         ShutdownReport,
     };
-}
-
-/// Where a group with no committed offset for a queue starts consuming it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ConsumeFrom {
-    /// The queue's beginning.
-    First,
-    /// The queue's end: only messages stored from now on (Java's default).
-    #[default]
-    Last,
-    /// The first message stored at or after this time (milliseconds since the Unix epoch).
-    Timestamp(i64),
-}
-
-impl From<ConsumeFrom> for consumer_core::ConsumeFrom {
-    fn from(from: ConsumeFrom) -> Self {
-        match from {
-            ConsumeFrom::First => Self::FirstOffset,
-            ConsumeFrom::Last => Self::LastOffset,
-            ConsumeFrom::Timestamp(ms) => Self::Timestamp(ms),
-        }
-    }
 }
 
 /// The driver task ended without a shutdown report.

@@ -24,14 +24,15 @@ use std::task::{Context, Poll};
 
 use consumer_core::config::ConsumeMode;
 use consumer_core::output::Polled;
-use consumer_core::{ConfigError, Event, FailureReason, MessageQueue, ShutdownReport};
+use consumer_core::{ConfigError, Event, MessageQueue, ShutdownReport};
 use futures_channel::oneshot;
 use futures_util::FutureExt;
 use futures_util::stream::{FusedStream, Stream};
 use proto::message::Message;
 
 use crate::DriverStopped;
-use crate::driver::{EventSink, Input, PullCommand};
+use crate::control::{CommitReport, ControlError};
+use crate::input::{EventSink, Input, PullCommand};
 use crate::runtime::Runtime;
 use crate::setup::{Setup, Spawned, setup_setters};
 #[cfg(doc)]
@@ -71,45 +72,6 @@ impl<R: Runtime> std::fmt::Debug for LitePullConsumer<R> {
             .field("ended", &self.ended)
             .finish_non_exhaustive()
     }
-}
-
-/// Why a control request of a [`LitePullConsumer`] failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ControlError {
-    /// The consumer refused: the queue is not one it owns (yet), or not started.
-    Rejected(ConfigError),
-    /// The broker refused, did not answer in time, or could not be reached.
-    Failed(FailureReason),
-    /// A later request of the same kind replaced this one before it was answered.
-    Superseded,
-    /// The consumer's driver task is gone (shut down, panicked, or its runtime stopped).
-    Stopped,
-}
-
-impl std::fmt::Display for ControlError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Rejected(e) => write!(f, "{e}"),
-            Self::Failed(reason) => write!(f, "the broker request failed: {reason:?}"),
-            Self::Superseded => f.write_str("a later request replaced this one"),
-            Self::Stopped => f.write_str("the consumer's driver task stopped"),
-        }
-    }
-}
-
-impl std::error::Error for ControlError {}
-
-/// What [`LitePullConsumer::commit`] stored.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CommitReport {
-    /// Queues whose broker confirmed the commit (broadcasting: stored locally), with the next
-    /// offset to consume.
-    pub committed: Vec<(MessageQueue, i64)>,
-    /// Owned queues without a confirmation: the broker refused or did not answer in time, or
-    /// the queue had not started yet (nothing to commit).
-    pub unconfirmed: Vec<MessageQueue>,
 }
 
 impl<R: Runtime> LitePullConsumer<R> {

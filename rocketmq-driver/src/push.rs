@@ -8,7 +8,7 @@ use consumer_core::config::ConsumeMode;
 use consumer_core::{ConfigError, ConsumeOutcome, Event};
 use proto::message::Message;
 
-use crate::driver::{EventSink, Handler};
+use crate::input::{EventSink, Handler};
 use crate::runtime::Runtime;
 use crate::setup::{Checked, Setup, Spawned, setup_setters};
 #[cfg(doc)]

@@ -10,7 +10,8 @@ use consumer_core::{ConfigError, Consumer, ConsumerConfig, MessageModel, Message
 use futures_channel::{mpsc, oneshot};
 use tracing::Instrument;
 
-use crate::driver::{Driver, EventSink, Handler, Input};
+use crate::driver::Driver;
+use crate::input::{EventSink, Handler, Input};
 use crate::offset_file::{self, OffsetFile};
 use crate::runtime::Runtime;
 use crate::{ConsumeFrom, DriverStopped, ShutdownReport};
@@ -67,7 +68,7 @@ impl Setup {
     }
 
     pub(crate) fn consume_from(&mut self, from: ConsumeFrom) {
-        self.config.consume_from = from.into();
+        self.config.consume_from = from;
     }
 
     pub(crate) fn auto_commit(&mut self, on: bool) {
@@ -174,7 +175,6 @@ impl Checked {
             handler,
             events,
             offsets: self.offset_file.clone(),
-            broadcasting: config.message_model == MessageModel::Broadcasting,
             inputs_tx: inputs_tx.clone(),
             inputs,
             done,

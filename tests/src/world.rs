@@ -706,7 +706,6 @@ impl World {
                 self.nodes[i].events.push((self.now, event.clone()));
                 self.note(format!("node {i}: {event:?}"));
             }
-            other => self.note(format!("node {i}: unexpected output {other:?}")),
         }
     }
 
@@ -1059,7 +1058,7 @@ impl World {
             self.config.group.clone(),
             vec![self.cluster.namesrv_addr().to_owned()],
         );
-        config.consume_from = ConsumeFrom::FirstOffset;
+        config.consume_from = ConsumeFrom::First;
         config.seed = self.config.seed.wrapping_add(index as u64);
         config.consume_mode = self.config.mode;
         config.message_model = self.config.model;

@@ -1,6 +1,6 @@
 //! Poll mode with `auto_commit` off: taking messages commits nothing, neither on the persist
 //! timer nor piggy-backed on pulls; `commit` stores every started queue's position with
-//! `UPDATE_CONSUMER_OFFSET` and reports `Event::Committed` only with the broker's confirmation
+//! `UPDATE_CONSUMER_OFFSET` and answers `Event::CommitDone` only with the brokers' confirmations
 //! (Java's `DefaultLitePullConsumer.commitSync`), so the application knows what is durable.
 
 use std::time::Duration;
@@ -42,12 +42,12 @@ fn commit_stores_the_taken_position_and_reports_the_confirmation() {
         world.nodes[0]
             .events
             .iter()
-            .all(|(_, e)| !matches!(e, Event::Committed(_)))
+            .all(|(_, e)| !matches!(e, Event::CommitDone { .. }))
     );
 
     let asked = world.now;
     let events_before = world.nodes[0].events.len();
-    world.nodes[0].consumer.commit(asked);
+    let id = world.nodes[0].consumer.commit(asked);
     world.run_until(asked + Duration::from_millis(500));
     assert_eq!(
         world.cluster.committed_offset(GROUP, &a),
@@ -55,32 +55,32 @@ fn commit_stores_the_taken_position_and_reports_the_confirmation() {
         "the position taken (offset 5 is cached, not taken)"
     );
     assert_eq!(world.cluster.committed_offset(GROUP, &b), Some(0));
-    let committed: Vec<_> = world.nodes[0].events[events_before..]
+    let done: Vec<_> = world.nodes[0].events[events_before..]
         .iter()
         .filter_map(|(at, e)| match e {
-            Event::Committed(table) => Some((*at, table.clone())),
+            Event::CommitDone {
+                request,
+                committed,
+                unconfirmed,
+            } if *request == id => Some((*at, committed.clone(), unconfirmed.clone())),
             _ => None,
         })
         .collect();
-    let (at, _) = committed
-        .iter()
-        .find(|(_, table)| table.contains(&(a.clone(), 5)))
-        .cloned()
-        .unwrap_or_else(|| panic!("Event::Committed for {a:?}: {committed:?}"));
+    let [(at, committed, unconfirmed)] = done.as_slice() else {
+        panic!("one CommitDone for the commit: {done:?}");
+    };
+    assert!(committed.contains(&(a.clone(), 5)), "{committed:?}");
     assert!(
-        at - asked >= Duration::from_millis(100),
-        "reported on the broker's confirmation, a round trip later: {:?}",
-        at - asked
+        *at - asked >= Duration::from_millis(100),
+        "reported on the brokers' confirmations, a round trip later: {:?}",
+        *at - asked
     );
-    let queues: Vec<_> = committed
-        .iter()
-        .flat_map(|(_, table)| table.iter().map(|(q, _)| q.clone()))
-        .collect();
     assert_eq!(
-        queues.len(),
+        committed.len(),
         4,
         "every started queue confirmed once: {committed:?}"
     );
+    assert!(unconfirmed.is_empty(), "{unconfirmed:?}");
 
     // The rest is committed only at the next commit.
     assert!(world.poll(0, 32).is_some());

@@ -109,20 +109,20 @@ fn on_topic_queues(
 
 #[test]
 fn first_offset_starts_at_zero() {
-    let delivered = start_with(|_| ConsumeFrom::FirstOffset, None);
+    let delivered = start_with(|_| ConsumeFrom::First, None);
     on_topic_queues(&delivered, &[0, 1, 2, 3, 4, 5, 6]).unwrap();
     assert_eq!(delivered.get(&retry_queue()), Some(&vec![0]));
 }
 
 #[test]
 fn last_offset_starts_at_the_max_offset() {
-    let delivered = start_with(|_| ConsumeFrom::LastOffset, None);
+    let delivered = start_with(|_| ConsumeFrom::Last, None);
     on_topic_queues(&delivered, &[5, 6]).unwrap();
 }
 
 #[test]
 fn retry_topic_under_last_offset_starts_at_zero() {
-    let delivered = start_with(|_| ConsumeFrom::LastOffset, None);
+    let delivered = start_with(|_| ConsumeFrom::Last, None);
     assert_eq!(
         delivered.get(&retry_queue()),
         Some(&vec![0]),
@@ -144,8 +144,8 @@ fn timestamp_starts_at_the_first_message_stored_at_or_after_it() {
 #[test]
 fn a_committed_offset_wins_over_every_consume_from() {
     let modes: [fn(i64) -> ConsumeFrom; 3] = [
-        |_| ConsumeFrom::FirstOffset,
-        |_| ConsumeFrom::LastOffset,
+        |_| ConsumeFrom::First,
+        |_| ConsumeFrom::Last,
         ConsumeFrom::Timestamp,
     ];
     for mode in modes {

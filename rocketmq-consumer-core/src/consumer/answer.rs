@@ -145,20 +145,31 @@ impl Consumer {
                     self.on_send_back_failed(now, *back);
                 }
             },
-            PendingKind::SeekBound(key, epoch) => {
-                // Both answers carry the one field `offset`. Every seek is answered:
-                // `OffsetReset`, or a failure when the queue is being revoked meanwhile.
+            PendingKind::SeekBound {
+                request,
+                key,
+                epoch,
+            } => {
+                // Both answers carry the one field `offset`. Every seek is answered: moved, or
+                // a failure (the queue was revoked or restarted meanwhile, say).
                 let queue = self.queues.live(key, epoch).map(|s| s.mq.clone());
                 let offset =
                     answer.and_then(|r| offset_of::<GetMaxOffsetResponse>(r, |h| h.offset));
-                let reset = match (offset, queue) {
+                let moved = match (offset, &queue) {
                     (_, None) => Err(FailureReason::Stale),
-                    (Ok(offset), Some(mq)) if self.reset_queue(now, &mq, offset) => Ok(()),
+                    (Ok(offset), Some(mq)) if self.reset_queue(now, mq, offset) => Ok(offset),
                     (Ok(_), Some(_)) => Err(FailureReason::Stale),
                     (Err(reason), Some(_)) => Err(reason),
                 };
-                if let Err(reason) = reset {
-                    self.failed(&addr, name, reason);
+                if let Err(reason) = &moved {
+                    self.failed(&addr, name, reason.clone());
+                }
+                if let Some(queue) = queue {
+                    self.outputs.push_back(Output::Event(Event::SeekDone {
+                        request,
+                        queue,
+                        offset: moved,
+                    }));
                 }
             }
             PendingKind::Search(request, queue) => {
@@ -190,11 +201,16 @@ impl Consumer {
                     self.unchecked.insert(topic);
                 }
             },
-            PendingKind::Commit(mq, offset) => match answer.and_then(success) {
-                Ok(_) => self
-                    .outputs
-                    .push_back(Output::Event(Event::Committed(vec![(mq, offset)]))),
-                Err(reason) => self.failed(&addr, name, reason),
+            PendingKind::Commit {
+                request,
+                queue,
+                offset,
+            } => match answer.and_then(success) {
+                Ok(_) => self.commit_answered(request, queue, Some(offset)),
+                Err(reason) => {
+                    self.failed(&addr, name, reason);
+                    self.commit_answered(request, queue, None);
+                }
             },
         }
     }

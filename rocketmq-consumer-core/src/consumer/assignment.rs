@@ -132,8 +132,8 @@ impl Consumer {
                     _ => proto::body::MessageModel::Clustering,
                 },
                 consume_from_where: match self.config.consume_from {
-                    ConsumeFrom::LastOffset => ConsumeFromWhere::LastOffset,
-                    ConsumeFrom::FirstOffset => ConsumeFromWhere::FirstOffset,
+                    ConsumeFrom::Last => ConsumeFromWhere::LastOffset,
+                    ConsumeFrom::First => ConsumeFromWhere::FirstOffset,
                     ConsumeFrom::Timestamp(_) => ConsumeFromWhere::Timestamp,
                 },
                 subscription_data_set: self.subscriptions.values().cloned().collect(),

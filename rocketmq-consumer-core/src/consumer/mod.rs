@@ -18,6 +18,7 @@
 //! The rules themselves are pure functions of their own modules (`rebalance`, `queue`, `pull`).
 
 mod answer;
+mod app_answers;
 mod assignment;
 mod broker_request;
 mod cluster;
@@ -44,6 +45,7 @@ use crate::output::{
 };
 use crate::stats::{ConsumerStats, QueueStats};
 use crate::timer::{Timer, TimerQueue};
+use app_answers::AppAnswers;
 use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 use offsets::LocalOffsets;
@@ -82,7 +84,10 @@ pub struct Consumer {
     assigned: BTreeMap<String, BTreeSet<MessageQueue>>,
     /// Poll mode: queues neither pulled nor polled until resumed.
     paused: BTreeSet<MessageQueue>,
+    /// Resends are keyed by time and this sequence number.
     next_request: u64,
+    /// Application requests answered later (commits, seeks, offsets by time).
+    app_answers: AppAnswers,
     /// Orderly shutdown: unlocks sent after the final commits were answered.
     unlock_sent: bool,
     /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
@@ -150,6 +155,7 @@ impl Consumer {
             assigned: BTreeMap::new(),
             paused: BTreeSet::new(),
             next_request: 0,
+            app_answers: AppAnswers::default(),
             unlock_sent: false,
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),

@@ -13,7 +13,7 @@ use proto::{Command, MessageQueue, RequestCode};
 
 use super::{Consumer, Lifecycle, PendingKind, Phase};
 use crate::config::{ConfigError, ConsumeMode, MessageModel};
-use crate::output::{Event, FailureReason, Output, Polled};
+use crate::output::{Event, FailureReason, Output, Polled, RequestId};
 
 impl Consumer {
     /// Poll mode: takes up to `max` ready messages of one queue (queues take turns), which
@@ -143,15 +143,15 @@ impl Consumer {
     }
 
     /// Moves owned queue `mq` to its first (`to_end` false) or next-to-be-written offset, once
-    /// the broker says where that is. Always answered: [`Event::OffsetReset`] for the queue, or
-    /// an [`Event::RequestFailed`] for `GET_MIN_OFFSET/GET_MAX_OFFSET` (by the request timeout
-    /// at the latest).
+    /// the broker says where that is. Always answered, by the request timeout at the latest:
+    /// [`Event::SeekDone`] with the returned id (and, when it moved, [`Event::OffsetReset`]
+    /// for the queue).
     pub fn seek_to_edge(
         &mut self,
         now: Instant,
         mq: &MessageQueue,
         to_end: bool,
-    ) -> Result<(), ConfigError> {
+    ) -> Result<RequestId, ConfigError> {
         let target = self.queues.by_queue(mq).map(|s| (s.key, s.epoch));
         let (Some((key, epoch)), Some(addr)) = (target, self.master_addr(mq.broker_name())) else {
             return Err(ConfigError(format!(
@@ -172,8 +172,15 @@ impl Consumer {
             };
             Command::request(RequestCode::GET_MIN_OFFSET, &header)
         };
-        self.request(now, &addr, request, PendingKind::SeekBound(key, epoch));
-        Ok(())
+        let id = self.app_answers.next_id();
+        let kind = PendingKind::SeekBound {
+            request: id,
+            key,
+            epoch,
+        };
+        self.request(now, &addr, request, kind);
+        self.after_input(now);
+        Ok(id)
     }
 
     /// Stops pulling and handing out `mq` until [`Consumer::resume`].
@@ -196,59 +203,86 @@ impl Consumer {
         self.after_input(now);
     }
 
-    /// Stores the consumed position of every started queue now: clustering asks the brokers
-    /// and answers each queue with [`Event::Committed`] or, on failure, an
-    /// [`Event::RequestFailed`] for `UPDATE_CONSUMER_OFFSET`; broadcasting hands the table to
-    /// the driver ([`Output::StoreOffsets`]) and confirms at once. Returns the queues that will
-    /// be answered for (a queue not started yet has nothing to commit and is not).
-    pub fn commit(&mut self, now: Instant) -> Vec<MessageQueue> {
-        if self.lifecycle != Lifecycle::Running {
-            return Vec::new();
-        }
+    /// Stores the consumed position of every started queue now: clustering asks the brokers,
+    /// broadcasting hands the table to the driver ([`Output::StoreOffsets`]). Answered with
+    /// [`Event::CommitDone`] for the returned id once every queue is (broadcasting, and a
+    /// consumer with no started queue: at once); a queue not started yet has nothing to
+    /// commit and is in neither of its lists.
+    pub fn commit(&mut self, now: Instant) -> RequestId {
+        let id = self.app_answers.next_id();
         let mut stored = Vec::new();
-        for state in self.queues.iter_mut() {
-            if state.persisted.is_none() || state.phase == Phase::Revoking {
-                continue;
+        if self.lifecycle == Lifecycle::Running {
+            for state in self.queues.iter_mut() {
+                if state.persisted.is_none() || state.phase == Phase::Revoking {
+                    continue;
+                }
+                let offset = state.pq().committable();
+                if state.manual_commit.is_some() {
+                    state.manual_commit = Some(offset);
+                }
+                state.persisted = Some(offset);
+                state.committed_once = true;
+                stored.push((state.mq.clone(), offset));
             }
-            let offset = state.pq().committable();
-            if state.manual_commit.is_some() {
-                state.manual_commit = Some(offset);
-            }
-            state.persisted = Some(offset);
-            state.committed_once = true;
-            stored.push((state.mq.clone(), offset));
         }
-        let queues = stored.iter().map(|(mq, _)| mq.clone()).collect();
-        if self.config.message_model == MessageModel::Broadcasting {
+        if self.config.message_model == MessageModel::Broadcasting || stored.is_empty() {
             for (mq, offset) in &stored {
                 self.store_offset(now, mq, *offset);
             }
             self.flush_local_offsets();
-            self.outputs
-                .push_back(Output::Event(Event::Committed(stored)));
-            return queues;
+            self.outputs.push_back(Output::Event(Event::CommitDone {
+                request: id,
+                committed: stored,
+                unconfirmed: Vec::new(),
+            }));
+            return id;
         }
-        for (mq, offset) in stored {
-            let command = self.commit_command(&mq, offset);
-            match self.master_addr(mq.broker_name()) {
+        let queues: Vec<MessageQueue> = stored.iter().map(|(mq, _)| mq.clone()).collect();
+        // Answers may come back synchronously (no connection at all), so the tally first.
+        let done = self.app_answers.expect_commit(id, queues);
+        debug_assert!(done.is_none(), "a tally of started queues waits for them");
+        for (queue, offset) in stored {
+            let command = self.commit_command(&queue, offset);
+            match self.master_addr(queue.broker_name()) {
                 Some(addr) => {
-                    self.request_commit(now, &addr, command, PendingKind::Commit(mq, offset));
+                    let kind = PendingKind::Commit {
+                        request: id,
+                        queue,
+                        offset,
+                    };
+                    self.request_commit(now, &addr, command, kind);
                 }
-                None => self.outputs.push_back(Output::Event(Event::RequestFailed {
-                    addr: String::new(),
-                    request: "UPDATE_CONSUMER_OFFSET",
-                    reason: FailureReason::Disconnected,
-                })),
+                None => {
+                    self.failed("", "UPDATE_CONSUMER_OFFSET", FailureReason::Disconnected);
+                    self.commit_answered(id, queue, None);
+                }
             }
         }
-        queues
+        self.after_input(now);
+        id
+    }
+
+    /// One queue of application commit `request` was answered (`None`: not confirmed).
+    pub(super) fn commit_answered(
+        &mut self,
+        request: RequestId,
+        queue: MessageQueue,
+        confirmed: Option<i64>,
+    ) {
+        if let Some(done) = self.app_answers.commit_answered(request, queue, confirmed) {
+            self.outputs.push_back(Output::Event(done));
+        }
     }
 
     /// Asks the broker for the first offset of `mq` stored at or after `unix_ms`; the answer
-    /// comes as [`Event::OffsetForTimestamp`] carrying the returned number.
-    pub fn offset_for_timestamp(&mut self, now: Instant, mq: &MessageQueue, unix_ms: i64) -> u64 {
-        self.next_request += 1;
-        let request = self.next_request;
+    /// comes as [`Event::OffsetForTimestamp`] carrying the returned id.
+    pub fn offset_for_timestamp(
+        &mut self,
+        now: Instant,
+        mq: &MessageQueue,
+        unix_ms: i64,
+    ) -> RequestId {
+        let request = self.app_answers.next_id();
         let header = SearchOffsetRequest {
             topic: mq.topic().to_owned(),
             queue_id: mq.queue_id(),

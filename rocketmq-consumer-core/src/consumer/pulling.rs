@@ -66,10 +66,10 @@ impl Consumer {
             return;
         };
         match (self.config.consume_from, is_retry) {
-            (ConsumeFrom::FirstOffset, _) | (ConsumeFrom::LastOffset, true) => {
+            (ConsumeFrom::First, _) | (ConsumeFrom::Last, true) => {
                 self.start_queue(now, key, epoch, 0);
             }
-            (ConsumeFrom::LastOffset, false) | (ConsumeFrom::Timestamp(_), true) => {
+            (ConsumeFrom::Last, false) | (ConsumeFrom::Timestamp(_), true) => {
                 let header = GetMaxOffsetRequest {
                     topic: mq.topic().to_owned(),
                     queue_id: mq.queue_id(),

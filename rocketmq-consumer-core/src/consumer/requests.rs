@@ -12,7 +12,7 @@ use proto::{Command, MessageQueue};
 
 use super::queues::{Epoch, QueueKey};
 use super::retry::SendBack;
-use crate::output::ConnId;
+use crate::output::{ConnId, RequestId};
 
 /// A request in flight.
 #[derive(Debug)]
@@ -48,11 +48,19 @@ pub(crate) enum PendingKind {
     /// A failed message on its way back to the broker.
     SendBack(Box<SendBack>),
     /// Poll mode: the queue's first or last offset, to seek to.
-    SeekBound(QueueKey, Epoch),
-    /// Poll mode: `offset_for_timestamp` number `.0`.
-    Search(u64, MessageQueue),
+    SeekBound {
+        request: RequestId,
+        key: QueueKey,
+        epoch: Epoch,
+    },
+    /// Poll mode: `offset_for_timestamp` request `.0`.
+    Search(RequestId, MessageQueue),
     /// Poll mode: a commit the application asked for.
-    Commit(MessageQueue, i64),
+    Commit {
+        request: RequestId,
+        queue: MessageQueue,
+        offset: i64,
+    },
     /// `CHECK_CLIENT_CONFIG` for an SQL92 subscription of this topic.
     CheckClient(String),
 }
@@ -60,7 +68,7 @@ pub(crate) enum PendingKind {
 impl PendingKind {
     /// A confirmed `UPDATE_CONSUMER_OFFSET`, one at a time per broker (see [`Requests::hold_commit`]).
     pub(crate) fn is_commit(&self) -> bool {
-        matches!(self, Self::Commit(..) | Self::FinalCommit(..))
+        matches!(self, Self::Commit { .. } | Self::FinalCommit(..))
     }
 
     /// The request's name in [`Event::RequestFailed`](crate::output::Event::RequestFailed).
@@ -73,12 +81,12 @@ impl PendingKind {
             Self::MaxOffset(..) => "GET_MAX_OFFSET",
             Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
             Self::Pull { .. } => "PULL_MESSAGE",
-            Self::FinalCommit(..) | Self::Commit(..) => "UPDATE_CONSUMER_OFFSET",
+            Self::FinalCommit(..) | Self::Commit { .. } => "UPDATE_CONSUMER_OFFSET",
             Self::Unregister => "UNREGISTER_CLIENT",
             Self::Lock(_) => "LOCK_BATCH_MQ",
             Self::Unlock => "UNLOCK_BATCH_MQ",
             Self::SendBack(back) => back.request_name(),
-            Self::SeekBound(..) => "GET_MIN_OFFSET/GET_MAX_OFFSET",
+            Self::SeekBound { .. } => "GET_MIN_OFFSET/GET_MAX_OFFSET",
             Self::Search(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
             Self::CheckClient(_) => "CHECK_CLIENT_CONFIG",
         }

@@ -1,0 +1,305 @@
+//! The driver task: owns the [`Consumer`] by value and carries out its outputs.
+//!
+//! Everything that happens outside the task comes in over one unbounded channel as an
+//! [`Input`]; the consumer's single timer is a sleep re-armed to [`Consumer::poll_timeout`]. The
+//! loop compares the clock with that deadline before it waits, as quinn's endpoint driver does,
+//! so a timer already due is handled without a trip through the runtime's timer wheel.
+//!
+//! What the task does is split by duty: `conns` the connection tasks, `handlers` running the
+//! user's handler (with the inline first poll), `waiters` the lite pull consumer's requests
+//! waiting for their answers (poll mode has no handler: the application's requests arrive as
+//! [`Input::Pull`]), `trace` what is logged.
+
+mod conns;
+mod handlers;
+mod trace;
+mod waiters;
+
+use std::time::Instant;
+
+use consumer_core::{Consumer, Event, MessageQueue, Output, ShutdownReport};
+use futures_channel::{mpsc, oneshot};
+use futures_util::StreamExt;
+use futures_util::future::{self, Either};
+
+use crate::control::ControlError;
+use crate::input::{EventSink, Handler, Input, PullCommand};
+use crate::offset_file::OffsetFile;
+use crate::runtime::{BoxFuture, Runtime};
+use conns::Conns;
+use handlers::Handlers;
+use waiters::Waiters;
+
+/// The task that drives one consumer.
+pub(crate) struct Driver<R: Runtime> {
+    pub(crate) runtime: R,
+    pub(crate) consumer: Consumer,
+    /// `None` in poll mode, where nothing is delivered.
+    pub(crate) handler: Option<Handler>,
+    pub(crate) events: Option<EventSink>,
+    /// Broadcasting: where `StoreOffsets` goes.
+    pub(crate) offsets: Option<OffsetFile>,
+    pub(crate) inputs_tx: mpsc::UnboundedSender<Input>,
+    pub(crate) inputs: mpsc::UnboundedReceiver<Input>,
+    pub(crate) done: oneshot::Sender<ShutdownReport>,
+}
+
+impl<R: Runtime> Driver<R> {
+    /// Runs until the consumer has closed, then reports how shutdown went.
+    pub(crate) async fn run(self) {
+        let Self {
+            runtime,
+            mut consumer,
+            handler,
+            events,
+            offsets,
+            inputs_tx,
+            mut inputs,
+            done,
+        } = self;
+        let mut io = Io {
+            runtime: runtime.clone(),
+            events,
+            offsets,
+            offsets_stored: true,
+            conns: Conns::new(runtime.clone(), inputs_tx.clone()),
+            handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
+            report: None,
+            waiters: Waiters::default(),
+        };
+        let mut timer: Option<(Instant, BoxFuture<()>)> = None;
+        loop {
+            io.drain(&mut consumer);
+            if consumer.is_closed() {
+                break;
+            }
+            let now = runtime.now();
+            if consumer.poll_timeout().is_some_and(|at| at <= now) {
+                consumer.handle_timeout(now);
+                continue;
+            }
+            match consumer.poll_timeout() {
+                Some(at) => {
+                    if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
+                        timer = Some((at, runtime.sleep_until(at)));
+                    }
+                }
+                None => timer = None,
+            }
+            let input = match &mut timer {
+                Some((_, sleep)) => match future::select(inputs.next(), sleep.as_mut()).await {
+                    Either::Left((input, _)) => input,
+                    Either::Right(((), _)) => {
+                        // Fired: the loop reads the clock and handles what is due.
+                        timer = None;
+                        continue;
+                    }
+                },
+                None => inputs.next().await,
+            };
+            // The driver holds a sender itself, so the channel never ends while it runs.
+            let Some(input) = input else { break };
+            io.handle(&mut consumer, runtime.now(), input);
+        }
+        io.conns.abort_all();
+        let mut report = io.report.take().unwrap_or_default();
+        if !io.offsets_stored {
+            // The final table never reached the file: nothing is committed after all.
+            tracing::error!(
+                queues = report.committed.len(),
+                "the final broadcasting offsets were not stored"
+            );
+            let lost = std::mem::take(&mut report.committed);
+            report
+                .uncommitted
+                .extend(lost.into_iter().map(|(mq, _)| mq));
+            report.uncommitted.sort();
+        }
+        // The user may have stopped waiting for the report; nothing to do then.
+        let _ = done.send(report);
+    }
+}
+
+/// The driver's I/O state, apart from the consumer it feeds.
+struct Io<R: Runtime> {
+    runtime: R,
+    events: Option<EventSink>,
+    offsets: Option<OffsetFile>,
+    /// Whether the last `StoreOffsets` reached the file.
+    offsets_stored: bool,
+    conns: Conns<R>,
+    handlers: Handlers<R>,
+    report: Option<ShutdownReport>,
+    waiters: Waiters,
+}
+
+impl<R: Runtime> Io<R> {
+    /// Feeds one input to the consumer. Inputs about connections the consumer already closed
+    /// are dropped: it expects nothing more from them.
+    fn handle(&mut self, consumer: &mut Consumer, now: Instant, input: Input) {
+        match input {
+            Input::Connected(conn) => {
+                if let Some(addr) = self.conns.addr(conn) {
+                    tracing::debug!(%addr, "connected");
+                    consumer.handle_connected(now, conn);
+                }
+            }
+            Input::Lost(conn) => {
+                if let Some(addr) = self.conns.lost(conn) {
+                    tracing::warn!(%addr, "connection lost or refused");
+                    consumer.handle_disconnected(now, conn);
+                }
+            }
+            Input::Frame(conn, command) => {
+                if self.conns.addr(conn).is_some() {
+                    consumer.handle_command(now, conn, command);
+                }
+            }
+            Input::Completed(id, outcome) => consumer.complete(now, id, outcome),
+            Input::Shutdown => {
+                // A lite pull consumer shutting down no longer reads; its `Take` ends with it.
+                self.waiters.take = None;
+                consumer.shutdown(now);
+            }
+            Input::Pull(command) => self.pull_command(consumer, now, command),
+        }
+    }
+
+    /// Carries out a lite pull consumer's request.
+    fn pull_command(&mut self, consumer: &mut Consumer, now: Instant, command: PullCommand) {
+        if !matches!(command, PullCommand::Take { .. })
+            && let Some((_, reply)) = self.waiters.take.take()
+        {
+            let _ = reply.send(None);
+        }
+        match command {
+            PullCommand::Take { max, reply } => self.waiters.take = Some((max, reply)),
+            PullCommand::Sync(reply) => {
+                let _ = reply.send(());
+            }
+            PullCommand::Seek {
+                queue,
+                offset,
+                reply,
+            } => {
+                let done = consumer
+                    .seek(now, &queue, offset)
+                    .map_err(ControlError::Rejected);
+                let _ = reply.send(done);
+            }
+            PullCommand::SeekToEdge {
+                queue,
+                to_end,
+                reply,
+            } => match consumer.seek_to_edge(now, &queue, to_end) {
+                Ok(request) => {
+                    self.waiters.seeks.insert(request, reply);
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(ControlError::Rejected(e)));
+                }
+            },
+            PullCommand::Pause { queue, reply } => {
+                consumer.pause(&queue);
+                let _ = reply.send(());
+            }
+            PullCommand::Resume { queue, reply } => {
+                consumer.resume(now, &queue);
+                let _ = reply.send(());
+            }
+            PullCommand::Unread(unread) => {
+                consumer.unread(now, unread);
+            }
+            PullCommand::Commit(reply) => {
+                let request = consumer.commit(now);
+                self.waiters.commits.insert(request, reply);
+            }
+            PullCommand::OffsetForTimestamp {
+                queue,
+                unix_ms,
+                reply,
+            } => {
+                let request = consumer.offset_for_timestamp(now, &queue, unix_ms);
+                self.waiters.searches.insert(request, reply);
+            }
+            PullCommand::Assignment(reply) => {
+                let _ = reply.send(consumer.assignment().cloned().collect());
+            }
+        }
+    }
+
+    /// Carries out everything the consumer asks for, and hands ready messages to a waiting
+    /// `Take` (which may make the consumer pull, so its outputs are drained again).
+    fn drain(&mut self, consumer: &mut Consumer) {
+        self.handlers.new_pass();
+        loop {
+            while let Some(output) = consumer.poll_output() {
+                match output {
+                    Output::Connect { conn, addr } => self.conns.open(conn, addr),
+                    Output::Send { conn, command } => self.conns.send(conn, &command),
+                    Output::Close { conn } => self.conns.close(conn),
+                    Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
+                    Output::StoreOffsets(table) => self.store_offsets(&table),
+                    Output::Event(event) => self.on_event(event),
+                }
+            }
+            if !self.serve_take(consumer) {
+                return;
+            }
+        }
+    }
+
+    /// Logs an event, settles what it answers, and hands it to the application's observer.
+    fn on_event(&mut self, event: Event) {
+        trace::trace_event(&event);
+        self.waiters.on_event(&event);
+        if let Some(sink) = &self.events {
+            sink(&event);
+        }
+        if let Event::Closed(report) = event {
+            self.report = Some(report);
+        }
+    }
+
+    /// Answers a waiting `Take` when messages are ready; returns whether it did.
+    fn serve_take(&mut self, consumer: &mut Consumer) -> bool {
+        let Some((max, reply)) = self.waiters.take.take() else {
+            return false;
+        };
+        if reply.is_canceled() {
+            return false;
+        }
+        match consumer.poll_messages(self.runtime.now(), max) {
+            Some(polled) => {
+                // Taken messages count as consumed. The send fails only if the lite pull
+                // consumer was dropped since the check above; a dropped consumer has stopped
+                // reading, so the batch is lost to it as its unread messages are (use
+                // `shutdown`, which moves unread messages back, to avoid that).
+                let _ = reply.send(Some(polled));
+                true
+            }
+            None => {
+                self.waiters.take = Some((max, reply));
+                false
+            }
+        }
+    }
+
+    /// Broadcasting: replaces the offset file's table. A failed write is logged and tried
+    /// again with the next table (each holds every queue); a final one that fails turns the
+    /// shutdown report's commits into uncommitted queues.
+    fn store_offsets(&mut self, table: &[(MessageQueue, i64)]) {
+        let Some(file) = &self.offsets else {
+            tracing::error!("broadcasting offsets to store, but no offset file is configured");
+            self.offsets_stored = false;
+            return;
+        };
+        match file.store(table) {
+            Ok(()) => self.offsets_stored = true,
+            Err(e) => {
+                tracing::error!(path = %file.path().display(), error = %e, "cannot store the broadcasting offsets");
+                self.offsets_stored = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! What the driver task is told: everything that happens outside it (a connection opened, a
+//! frame arrived, a handler finished, the application asked for something) comes in over one
+//! unbounded channel as an [`Input`].
+
+use std::sync::Arc;
+
+use consumer_core::output::Polled;
+use consumer_core::{ConnId, ConsumeOutcome, DeliveryId, Event, MessageQueue};
+use futures_channel::oneshot;
+use proto::Command;
+use proto::message::Message;
+
+use crate::control::{CommitReport, ControlError};
+use crate::runtime::BoxFuture;
+
+/// The user's handler, boxed once so the driver is not generic over it.
+pub(crate) type Handler = Arc<dyn Fn(Vec<Message>) -> BoxFuture<ConsumeOutcome> + Send + Sync>;
+
+/// An observer of the consumer's events.
+pub(crate) type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// What the driver task is told.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// The connection opened.
+    Connected(ConnId),
+    /// The connection could not be opened, broke, or the peer sent something that is not a frame.
+    Lost(ConnId),
+    /// A frame arrived.
+    Frame(ConnId, Command),
+    /// A handler finished.
+    Completed(DeliveryId, ConsumeOutcome),
+    /// The user asked for a graceful shutdown.
+    Shutdown,
+    /// A lite pull consumer's request.
+    Pull(PullCommand),
+}
+
+/// What a lite pull consumer asks of its driver. Every command but `Take` first answers a
+/// `Take` the driver is holding with `None`, so the asker, once answered, knows every
+/// message it has been given.
+#[derive(Debug)]
+pub(crate) enum PullCommand {
+    /// Up to `max` messages of one queue, as soon as some are ready.
+    Take {
+        max: usize,
+        reply: oneshot::Sender<Option<Polled>>,
+    },
+    /// Nothing but the `Take` answer described above.
+    Sync(oneshot::Sender<()>),
+    /// Move `queue` to `offset`.
+    Seek {
+        queue: MessageQueue,
+        offset: i64,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Move `queue` to its first offset, or its end.
+    SeekToEdge {
+        queue: MessageQueue,
+        to_end: bool,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Stop `queue`.
+    Pause {
+        queue: MessageQueue,
+        reply: oneshot::Sender<()>,
+    },
+    /// Start `queue` again.
+    Resume {
+        queue: MessageQueue,
+        reply: oneshot::Sender<()>,
+    },
+    /// Commit every queue and answer when the brokers have.
+    Commit(oneshot::Sender<CommitReport>),
+    /// Messages given out but not seen by the application, back to the core's cache (sent
+    /// before a pause, commit or shutdown, which then see them as not consumed). Refused by
+    /// the core only when their queue was revoked or moved meanwhile: its position is no
+    /// longer theirs then.
+    Unread(Polled),
+    /// The first offset of `queue` stored at or after `unix_ms`.
+    OffsetForTimestamp {
+        queue: MessageQueue,
+        unix_ms: i64,
+        reply: oneshot::Sender<Result<i64, ControlError>>,
+    },
+    /// The queues owned now.
+    Assignment(oneshot::Sender<Vec<MessageQueue>>),
+}
