@@ -47,6 +47,7 @@
 pub mod config;
 mod conn;
 pub mod consumer;
+mod id;
 pub mod output;
 pub mod producer;
 pub mod pull;

@@ -3,7 +3,7 @@
 use proto::message::Message;
 use proto::{Command, MessageQueue, ResponseCode};
 
-use crate::consumer::Epoch;
+use crate::id::Epoch;
 
 /// A connection, named by the consumer. The driver opens it on [`Output::Connect`] and reports
 /// its fate with `handle_connected` / `handle_disconnected`.

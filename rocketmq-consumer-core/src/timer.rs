@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use crate::consumer::{Epoch, QueueKey};
+use crate::id::{Epoch, QueueKey};
 
 /// A timer. Per-queue and per-request timers carry their key; a fired timer whose subject is
 /// gone, or whose epoch is old, is ignored, so they never need cancelling.

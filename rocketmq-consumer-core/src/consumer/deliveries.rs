@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::queues::{Epoch, QueueKey};
+use crate::id::{Epoch, QueueKey};
 use crate::output::{ConnId, DeliveryId};
 
 /// Where a delivery came from, and so where its outcome goes.

@@ -24,12 +24,14 @@ mod broker_request;
 mod cluster;
 mod deliveries;
 mod lease;
+mod local_offsets;
 mod offsets;
 mod poll;
 mod pulling;
 mod queues;
 mod requests;
 mod retry;
+mod send_back;
 mod shutdown;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -40,6 +42,7 @@ use proto::{Command, MessageQueue};
 
 use crate::config::{ConfigError, ConsumeMode, ConsumerConfig, MessageModel};
 use crate::conn::{Connections, Route};
+pub(crate) use crate::id::{Epoch, QueueKey};
 use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
 };
@@ -48,8 +51,7 @@ use crate::timer::{Timer, TimerQueue};
 use app_answers::AppAnswers;
 use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
-use offsets::LocalOffsets;
-pub(crate) use queues::{Epoch, QueueKey};
+use local_offsets::LocalOffsets;
 use queues::{Phase, QueueTable, Start};
 use requests::{Answered, Pending, PendingKind, Requests};
 
@@ -93,7 +95,7 @@ pub struct Consumer {
     /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
     unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
-    resends: BTreeMap<(Instant, u64), retry::SendBack>,
+    resends: BTreeMap<(Instant, u64), send_back::SendBack>,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,

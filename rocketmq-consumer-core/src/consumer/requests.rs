@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use proto::{Command, MessageQueue};
 
-use super::queues::{Epoch, QueueKey};
-use super::retry::SendBack;
+use super::send_back::SendBack;
+use crate::id::{Epoch, QueueKey};
 use crate::output::{ConnId, RequestId};
 
 /// A request in flight.

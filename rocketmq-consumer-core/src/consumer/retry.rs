@@ -21,6 +21,7 @@ use proto::message::{Message, property, sys_flag};
 use proto::{Command, MessageQueue, RequestCode};
 
 use super::deliveries::Source;
+use super::send_back::{SendBack, Stage};
 use super::{Consumer, Epoch, PendingKind, QueueKey};
 use crate::config::{ConsumeMode, MessageModel};
 use crate::output::{ConsumeOutcome, Event, Output};
@@ -30,36 +31,6 @@ use crate::timer::Timer;
 const INNER_PRODUCER_GROUP: &str = "CLIENT_INNER_PRODUCER";
 /// The delay level Java uses for a message whose delivery timed out.
 const TIMEOUT_DELAY_LEVEL: i32 = 3;
-
-/// A failed message on its way back to the broker.
-#[derive(Clone, Debug)]
-pub(crate) struct SendBack {
-    key: QueueKey,
-    epoch: Epoch,
-    queue: MessageQueue,
-    message: Message,
-    delay_level: i32,
-    stage: Stage,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    /// `CONSUMER_SEND_MSG_BACK`.
-    Broker,
-    /// Java's fallback: a plain send to the retry topic.
-    RetryTopic,
-    /// Orderly: past the reconsume limit, sent on to the dead-letter queue.
-    DeadLetter,
-}
-
-impl SendBack {
-    pub(crate) fn request_name(&self) -> &'static str {
-        match self.stage {
-            Stage::Broker => "CONSUMER_SEND_MSG_BACK",
-            Stage::RetryTopic | Stage::DeadLetter => "SEND_MESSAGE_V2",
-        }
-    }
-}
 
 impl Consumer {
     /// The handler did not consume `failed` (queue offsets of queue `key`, all in flight).

@@ -77,7 +77,7 @@ pub(crate) fn allocate_sorted(
             machine_room::by_machine_room(consumer_idcs, index, queues, consumer_ids.len())
         }
         Strategy::MachineRoomNearby { inner, resolver } => machine_room::machine_room_nearby(
-            inner,
+            |queues, consumer_ids| allocate_sorted(inner, current_id, queues, consumer_ids),
             resolver.as_ref(),
             current_id,
             queues,

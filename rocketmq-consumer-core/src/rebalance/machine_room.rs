@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proto::queue::java_string_cmp;
 
-use super::allocate::allocate_sorted;
-use super::{MachineRoomResolver, Strategy};
+use super::MachineRoomResolver;
 use crate::MessageQueue;
 
 /// `AllocateMessageQueueByMachineRoom.allocate`, after the caller found `index`.
@@ -74,8 +73,11 @@ fn room_of_broker_name(broker_name: &str) -> Option<&str> {
 ///
 /// An empty room from the resolver makes Java throw `IllegalArgumentException`, which
 /// `RebalanceImpl` catches, keeping its old assignment; here it yields no queue.
+///
+/// `inner` is the inner strategy, run on one room's queues and consumers (lists in
+/// `RebalanceImpl` order).
 pub(crate) fn machine_room_nearby(
-    inner: &Strategy,
+    inner: impl Fn(&[&MessageQueue], &[&str]) -> Vec<MessageQueue>,
     resolver: &dyn MachineRoomResolver,
     current_id: &str,
     queues: &[&MessageQueue],
@@ -108,21 +110,11 @@ pub(crate) fn machine_room_nearby(
         let own_consumers = consumers_by_room
             .get(&own_room)
             .map_or(&[][..], Vec::as_slice);
-        result.extend(allocate_sorted(
-            inner,
-            current_id,
-            &own_queues,
-            own_consumers,
-        ));
+        result.extend(inner(&own_queues, own_consumers));
     }
     for (room, room_queues) in &queues_by_room {
         if !consumers_by_room.contains_key(room) {
-            result.extend(allocate_sorted(
-                inner,
-                current_id,
-                room_queues,
-                consumer_ids,
-            ));
+            result.extend(inner(room_queues, consumer_ids));
         }
     }
     result
@@ -149,7 +141,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::rebalance::allocate;
+    use crate::rebalance::{Strategy, allocate};
 
     #[test]
     fn broker_name_split_follows_java_string_split() {
