@@ -1,8 +1,15 @@
 //! The broker killed and restarted under a smol consumer (`scripts/broker kill|revive`); the
-//! scenario is `rocketmq-driver/tests/support/broker_restart.rs`.
+//! scenario is `rocketmq-driver/tests/support/broker_restart.rs`. It stops the shared broker, so
+//! it has this test binary to itself (the other scenarios are in `real_broker.rs`).
 
-#[path = "../../rocketmq-driver/tests/support/broker_restart.rs"]
-mod broker_restart;
+/// The scenario and the helpers it uses, from `rocketmq-driver/tests/support/`.
+#[path = "../../rocketmq-driver/tests/support"]
+mod scenario {
+    pub(crate) mod broker_restart;
+    pub(crate) mod broker_scenario;
+}
+
+use scenario::broker_restart;
 
 #[test]
 fn smol_nothing_lost_when_the_broker_is_killed() {

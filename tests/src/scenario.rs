@@ -1,5 +1,6 @@
-//! Shared setup and queries of the `core_*` scenario tests, which steer a quiet [`World`] into
-//! one precise situation and then look at what the consumers delivered, reported and stored.
+//! Shared setup and queries of the scenario tests of the `core` test binary (`tests/core/`), which
+//! steer a quiet [`World`] into one precise situation and then look at what the consumers
+//! delivered, reported and stored.
 
 use std::time::{Duration, Instant};
 

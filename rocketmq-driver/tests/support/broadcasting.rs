@@ -4,12 +4,9 @@
 //! receiving; restarted with the same directory, and though configured to start from the first
 //! offset, it receives exactly the messages sent while it was away, none of the earlier ones.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::path::{Path, PathBuf};
 
-use broker_scenario::{Consuming, Topic, builder, start_built};
+use super::broker_scenario::{Consuming, Topic, builder, start_built};
 use driver::prelude::*;
 use proto::body::OffsetTable;
 use rocketmq_tests::unique;

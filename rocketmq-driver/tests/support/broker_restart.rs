@@ -4,15 +4,13 @@
 //! lost with it, so some messages may come twice; none may be missing).
 //!
 //! It stops the shared local broker for a few seconds, so it lives in a test binary of its own
-//! (cargo runs test binaries one at a time).
-
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
+//! (`tests/broker_restart.rs` of each adapter; cargo runs test binaries one at a time), not in
+//! the adapter's `real_broker` binary beside the scenarios that need the broker up.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use broker_scenario::{Topic, sleep, start};
+use super::broker_scenario::{Topic, sleep, start};
 use driver::prelude::*;
 use rocketmq_tests::unique;
 

@@ -1,5 +1,6 @@
-//! Helpers shared by the real-broker scenarios in this directory (each scenario file includes
-//! this one with `#[path]`): a topic to send tagged messages to with the blocking client, a
+//! Helpers shared by the real-broker scenarios in this directory (an adapter's test binary
+//! includes this directory as one module, and the scenarios use this file as
+//! `super::broker_scenario`): a topic to send tagged messages to with the blocking client, a
 //! push consumer whose handler forwards every body to a channel, and collectors that fail loudly
 //! with the missing, unexpected and duplicated bodies.
 #![allow(dead_code, reason = "each scenario uses a part of these helpers")]

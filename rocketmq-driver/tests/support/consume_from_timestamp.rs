@@ -9,12 +9,9 @@
 //! consumer. There the scenario pins that both batches arrive, once. Apache 5.5 answers that
 //! the group has no offset, like the Rust broker, and the timestamp decides.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use broker_scenario::{Topic, sleep, start};
+use super::broker_scenario::{Topic, sleep, start};
 use driver::prelude::*;
 use rocketmq_tests::{BrokerImpl, broker_impl, unique};
 

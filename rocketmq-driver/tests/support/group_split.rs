@@ -3,13 +3,10 @@
 //! (so the union is everything and no body arrives twice); when one shuts down the other takes
 //! over all queues and receives every message sent from then on, and nothing consumed before.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use broker_scenario::{QUIET, Topic, WAIT, assert_exactly_once, start, wait_for};
+use super::broker_scenario::{QUIET, Topic, WAIT, assert_exactly_once, start, wait_for};
 use driver::prelude::*;
 use rocketmq_tests::unique;
 

@@ -4,14 +4,11 @@
 //! reconsume count raised, and is then acknowledged once; the consumer goes on meanwhile.
 //! Orderly, so a failed message comes back after the 1 s suspend, not the retry topic's delay.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use broker_scenario::{
+use super::broker_scenario::{
     Topic, WAIT, assert_exactly_once, body_of, builder, shutdown_committed, sleep, wait_for,
 };
 use driver::prelude::*;

@@ -11,13 +11,10 @@
 //! - a commit or a shutdown in the middle of a batch commits only what was read, and the rest
 //!   of the batch is read later, once.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use broker_scenario::{QUIET, Topic, WAIT, assert_exactly_once};
+use super::broker_scenario::{QUIET, Topic, WAIT, assert_exactly_once};
 use driver::LitePullConsumer;
 use driver::prelude::*;
 use futures_util::StreamExt;

@@ -10,14 +10,11 @@
 //!   going back is allowed only to redeliver an unacknowledged batch);
 //! - every message arrives, and the second member handles some of them.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use broker_scenario::{
+use super::broker_scenario::{
     Owned, Topic, WAIT, build_tracked, builder, shutdown_committed, sleep, wait_for,
 };
 use driver::prelude::*;

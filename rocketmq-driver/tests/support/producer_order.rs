@@ -13,12 +13,9 @@
 //!
 //! Needs `scripts/broker start` and `NAMESRV_ADDR`; fails (never skips) without them.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use broker_scenario::{WAIT, body_of, builder_at, start_forwarding};
+use super::broker_scenario::{self, WAIT, body_of, builder_at, start_forwarding};
 use consumer_core::producer::shard_index;
 use driver::prelude::*;
 use futures_util::StreamExt;

@@ -3,13 +3,10 @@
 //! new topic with the blocking client, consume them all with a `PushConsumer` on the adapter's
 //! runtime, shut down, and check the bodies and the committed offsets.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use broker_scenario::{Topic, body_of, builder, start_forwarding};
+use super::broker_scenario::{Topic, body_of, builder, start_forwarding};
 use driver::prelude::*;
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};

@@ -10,13 +10,10 @@
 //!
 //! About 15 s: one 10 s retry delay, then a few seconds of listening for extra deliveries.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use broker_scenario::{QUIET, Topic, builder, max_offset, sleep, wait_for};
+use super::broker_scenario::{QUIET, Topic, builder, max_offset, sleep, wait_for};
 use driver::prelude::*;
 use proto::message::property;
 use rocketmq_tests::unique;

@@ -3,10 +3,7 @@
 //! consumer of the same group, though configured with `ConsumeFrom::First`, receives exactly the
 //! new ones and none of the first again.
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
-use broker_scenario::{Topic, start};
+use super::broker_scenario::{Topic, start};
 use driver::prelude::*;
 use rocketmq_tests::unique;
 

@@ -9,10 +9,7 @@
 //! properties when it evaluates SQL92 on pulled messages, so there the group gets nothing, which
 //! this pins as that broker's deviation (README, Compatibility).
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
-use broker_scenario::{QUIET, Topic, builder, start_built};
+use super::broker_scenario::{QUIET, Topic, builder, start_built};
 use driver::prelude::*;
 use rocketmq_tests::{broker_impl, unique};
 

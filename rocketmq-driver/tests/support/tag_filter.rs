@@ -2,10 +2,7 @@
 //! consumer subscribed to `TagA || TagC` receives every `TagA` and `TagC` body, each once, and
 //! no `TagB` body (it keeps listening a few seconds after the last expected one).
 
-#[path = "broker_scenario.rs"]
-mod broker_scenario;
-
-use broker_scenario::{Topic, start};
+use super::broker_scenario::{Topic, start};
 use driver::prelude::*;
 use rocketmq_tests::unique;
 

@@ -1,4 +1,4 @@
-//! What the tokio test files share.
+//! What the tokio test binaries (`real_broker`, `broker_restart`) share.
 
 use std::future::Future;
 

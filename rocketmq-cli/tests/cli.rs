@@ -1,0 +1,17 @@
+//! The `rmq` binary run as a user runs it, one scenario per module, all in one test binary:
+//! `decode_cli` on the captures in `rocketmq-proto/tests/data` (no broker needed), the others
+//! against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`; they fail, never skip,
+//! without it) or, `consume_unreachable_cluster_fails`, against none.
+
+mod support;
+
+#[path = "cli/consume_orderly_broadcast.rs"]
+mod consume_orderly_broadcast;
+#[path = "cli/consume_unreachable_cluster_fails.rs"]
+mod consume_unreachable_cluster_fails;
+#[path = "cli/decode_cli.rs"]
+mod decode_cli;
+#[path = "cli/produce_consume_real_broker.rs"]
+mod produce_consume_real_broker;
+#[path = "cli/produce_sharded_consume_smol.rs"]
+mod produce_sharded_consume_smol;

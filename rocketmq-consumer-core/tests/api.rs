@@ -1,0 +1,10 @@
+//! The core's pieces tested from outside the crate: rebalance allocation against the Java
+//! client's results and under property tests, and the per-queue cache (`ProcessQueue`), one group
+//! per module, all in one test binary.
+
+#[path = "api/allocate_invariants.rs"]
+mod allocate_invariants;
+#[path = "api/allocate_java_vectors.rs"]
+mod allocate_java_vectors;
+#[path = "api/process_queue.rs"]
+mod process_queue;

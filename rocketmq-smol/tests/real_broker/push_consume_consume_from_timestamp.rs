@@ -1,0 +1,13 @@
+//! `ConsumeFrom::Timestamp` on smol against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`); the
+//! scenario is `rocketmq-driver/tests/support/consume_from_timestamp.rs`.
+
+use crate::scenario::consume_from_timestamp;
+
+#[test]
+fn smol_starts_at_the_first_message_stored_after_the_timestamp() {
+    smol::block_on(
+        consume_from_timestamp::starts_at_the_first_message_stored_after_the_timestamp::<
+            rocketmq_smol::SmolRuntime,
+        >("smol-consume_from_timestamp"),
+    );
+}

@@ -1,0 +1,59 @@
+//! The tokio adapter against the real local cluster, all in one test binary: each module is one
+//! scenario (its doc says what it pins), run on tokio. Needs `scripts/broker start` and
+//! `NAMESRV_ADDR`; `interop` also needs Java and Maven (`scripts/java-peer`). The tests fail,
+//! never skip, without them.
+//!
+//! The scenarios are generic over the runtime and shared with `rocketmq-smol`; they live in
+//! `rocketmq-driver/tests/support/` and are included once here, as [`scenario`]. The broker
+//! restart scenario stops the shared broker, so it runs in a test binary of its own
+//! (`broker_restart.rs`).
+//!
+//! libtest runs the tests of one binary in parallel; every scenario names its topics and groups
+//! with `rocketmq_tests::unique`, so they do not meet on the broker.
+
+mod support;
+
+/// The runtime-generic scenarios of `rocketmq-driver/tests/support/`.
+#[path = "../../rocketmq-driver/tests/support"]
+mod scenario {
+    pub(crate) mod broadcasting;
+    pub(crate) mod broker_scenario;
+    pub(crate) mod consume_from_timestamp;
+    pub(crate) mod group_split;
+    pub(crate) mod handler_panics;
+    pub(crate) mod lite_pull;
+    pub(crate) mod orderly;
+    pub(crate) mod producer_order;
+    pub(crate) mod real_broker;
+    pub(crate) mod reconsume;
+    pub(crate) mod resume_committed;
+    pub(crate) mod sql92_filter;
+    pub(crate) mod tag_filter;
+}
+
+#[path = "real_broker/broadcasting.rs"]
+mod broadcasting;
+#[path = "real_broker/handler_panics.rs"]
+mod handler_panics;
+#[path = "real_broker/interop.rs"]
+mod interop;
+#[path = "real_broker/lite_pull.rs"]
+mod lite_pull;
+#[path = "real_broker/orderly.rs"]
+mod orderly;
+#[path = "real_broker/producer_real_broker.rs"]
+mod producer_real_broker;
+#[path = "real_broker/push_consume_consume_from_timestamp.rs"]
+mod push_consume_consume_from_timestamp;
+#[path = "real_broker/push_consume_group_split.rs"]
+mod push_consume_group_split;
+#[path = "real_broker/push_consume_real_broker.rs"]
+mod push_consume_real_broker;
+#[path = "real_broker/push_consume_resume_committed.rs"]
+mod push_consume_resume_committed;
+#[path = "real_broker/push_consume_sql92_filter.rs"]
+mod push_consume_sql92_filter;
+#[path = "real_broker/push_consume_tag_filter.rs"]
+mod push_consume_tag_filter;
+#[path = "real_broker/reconsume.rs"]
+mod reconsume;

@@ -1,0 +1,65 @@
+//! The consumer core against the simulated cluster (`rocketmq_tests::world`), one scenario per
+//! module, all in one test binary: each module's doc says what it pins. No broker needed.
+
+#[path = "core/broadcast_gives_up.rs"]
+mod broadcast_gives_up;
+#[path = "core/broadcast_local_offsets.rs"]
+mod broadcast_local_offsets;
+#[path = "core/broker_requests.rs"]
+mod broker_requests;
+#[path = "core/commits_one_at_a_time_per_broker.rs"]
+mod commits_one_at_a_time_per_broker;
+#[path = "core/consume_timeout.rs"]
+mod consume_timeout;
+#[path = "core/flow_control_pauses_pull.rs"]
+mod flow_control_pauses_pull;
+#[path = "core/late_complete_after_revoke.rs"]
+mod late_complete_after_revoke;
+#[path = "core/name_server_failover.rs"]
+mod name_server_failover;
+#[path = "core/offset_moved_resets_queue.rs"]
+mod offset_moved_resets_queue;
+#[path = "core/orderly_dead_letter.rs"]
+mod orderly_dead_letter;
+#[path = "core/orderly_lease_lost.rs"]
+mod orderly_lease_lost;
+#[path = "core/orderly_locks_on_assign.rs"]
+mod orderly_locks_on_assign;
+#[path = "core/orderly_queues_take_turns.rs"]
+mod orderly_queues_take_turns;
+#[path = "core/orderly_revoke_unlocks.rs"]
+mod orderly_revoke_unlocks;
+#[path = "core/orderly_suspend_redelivers_batch.rs"]
+mod orderly_suspend_redelivers_batch;
+#[path = "core/poll_mode_assign.rs"]
+mod poll_mode_assign;
+#[path = "core/poll_mode_flow_control.rs"]
+mod poll_mode_flow_control;
+#[path = "core/poll_mode_manual_commit.rs"]
+mod poll_mode_manual_commit;
+#[path = "core/poll_mode_offset_for_timestamp.rs"]
+mod poll_mode_offset_for_timestamp;
+#[path = "core/poll_mode_seek_pause.rs"]
+mod poll_mode_seek_pause;
+#[path = "core/poll_mode_takes_messages.rs"]
+mod poll_mode_takes_messages;
+#[path = "core/poll_mode_unread.rs"]
+mod poll_mode_unread;
+#[path = "core/rebalance_member_joins.rs"]
+mod rebalance_member_joins;
+#[path = "core/reset_offset_command.rs"]
+mod reset_offset_command;
+#[path = "core/send_back_fallback.rs"]
+mod send_back_fallback;
+#[path = "core/send_back_retry_topic.rs"]
+mod send_back_retry_topic;
+#[path = "core/shutdown_commits_offsets.rs"]
+mod shutdown_commits_offsets;
+#[path = "core/sql92_subscription_rejected.rs"]
+mod sql92_subscription_rejected;
+#[path = "core/stale_pull_response_dropped.rs"]
+mod stale_pull_response_dropped;
+#[path = "core/start_offset_table.rs"]
+mod start_offset_table;
+#[path = "core/topic_disappears.rs"]
+mod topic_disappears;
