@@ -1,5 +1,6 @@
-//! The async producer, written once for every runtime: it carries out what
-//! `consumer_core::producer` decides (route, queue, request, retry) over [`Clients`].
+//! The async producer, written once for every runtime: it carries out each send's
+//! `consumer_core::producer::SendPlan` (routes, queue, request, retries, deadline) over
+//! [`Clients`].
 
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr};
@@ -11,8 +12,8 @@ use crate::setup::since_epoch;
 
 use consumer_core::ConfigError;
 use consumer_core::producer::{
-    Attempts, DEFAULT_TOPIC, Prepared, ProducerConfig, ProducerMessage, Retry, Routes, SendError,
-    SendResult, UniqueIds, default_route_from_response, route_from_response, route_request,
+    Prepared, ProducerConfig, ProducerMessage, Routes, SendError, SendPlan, SendResult, Step,
+    UniqueIds,
 };
 
 use crate::client::{CallError, Clients, lock};
@@ -92,7 +93,7 @@ impl<R: Runtime> Producer<R> {
                 unix_ms(),
             )?
         };
-        self.inner.deliver(&prepared).await
+        self.inner.deliver(prepared).await
     }
 
     /// Sends `messages` to `topic` as one batch, stored as consecutive messages of one queue
@@ -114,7 +115,7 @@ impl<R: Runtime> Producer<R> {
                 unix_ms(),
             )?
         };
-        self.inner.deliver(&prepared).await
+        self.inner.deliver(prepared).await
     }
 
     /// Closes the connections of this producer and its clones. Sends in flight fail with
@@ -127,122 +128,37 @@ impl<R: Runtime> Producer<R> {
 }
 
 impl<R: Runtime> Inner<R> {
-    /// Attempts `prepared` until it is stored, fails for good, or the send timeout passes.
-    async fn deliver(&self, prepared: &Prepared) -> Result<SendResult, SendError> {
-        let deadline = self.runtime.now() + self.config.send_timeout;
-        let topic = prepared.topic();
-        let mut attempts = Attempts::new(&self.config);
-        let mut failed_broker: Option<String> = None;
+    /// Carries out `prepared`'s [`SendPlan`]: the core decides every lookup, target, retry and
+    /// when to give up; this moves the requests and answers.
+    async fn deliver(&self, prepared: Prepared) -> Result<SendResult, SendError> {
+        let mut plan = SendPlan::new(&self.config, prepared, self.runtime.now());
+        // Held across a route lookup, so a burst of sends to a new topic asks once.
+        let mut fetching = None;
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(SendError::Closed);
             }
-            self.fetch_route_if_needed(topic, deadline).await?;
-            let target = lock(&self.state)
-                .routes
-                .choose(prepared, failed_broker.as_deref())?;
-            let outcome = match self
+            let step = plan.next_step(&mut lock(&self.state).routes, self.runtime.now());
+            let (addr, command) = match step {
+                Step::Done(result) => return result,
+                Step::LookUp { .. } if fetching.is_none() => {
+                    // Another send may fetch the route meanwhile: ask the plan again then.
+                    fetching = Some(self.fetching.lock().await);
+                    continue;
+                }
+                Step::LookUp { addr, command } => (addr, command),
+                Step::Send { addr, command } => {
+                    fetching = None;
+                    (addr, command)
+                }
+            };
+            let answer = self
                 .clients
-                .call(&target.addr, prepared.request(&target), deadline)
+                .call(&addr, command, plan.deadline())
                 .await
-            {
-                Ok(response) => prepared.interpret(&target, &response),
-                Err(error) => Err(call_error(&target.addr, error)),
-            };
-            let error = match outcome {
-                Ok(result) => return Ok(result),
-                Err(error) => error,
-            };
-            match attempts.after(&error) {
-                Retry::No => return Err(error),
-                Retry::Yes { refresh_route } => {
-                    if refresh_route {
-                        lock(&self.state).routes.invalidate(topic);
-                    }
-                    if self.runtime.now() >= deadline {
-                        return Err(error);
-                    }
-                    failed_broker = Some(target.queue.broker_name().to_owned());
-                }
-            }
+                .map_err(|error| call_error(&addr, error));
+            plan.handle_answer(&mut lock(&self.state).routes, self.runtime.now(), answer);
         }
-    }
-
-    /// Fetches `topic`'s route when the cache says so, asking the name servers in turn. When
-    /// none answers, a route fetched before is used on (Java keeps its publish info too); a
-    /// name server that says the topic does not exist is believed.
-    async fn fetch_route_if_needed(
-        &self,
-        topic: &str,
-        deadline: std::time::Instant,
-    ) -> Result<(), SendError> {
-        if !lock(&self.state)
-            .routes
-            .needs_fetch(topic, self.runtime.now())
-        {
-            return Ok(());
-        }
-        let _fetching = self.fetching.lock().await;
-        // Another send may have fetched it while this one waited.
-        if !lock(&self.state)
-            .routes
-            .needs_fetch(topic, self.runtime.now())
-        {
-            return Ok(());
-        }
-        let mut last_error = SendError::NoRoute {
-            topic: topic.to_owned(),
-        };
-        for name_server in &self.config.name_servers {
-            let fetched = match self
-                .clients
-                .call(name_server, route_request(topic), deadline)
-                .await
-            {
-                Ok(response) => route_from_response(topic, &response),
-                Err(error) => Err(call_error(name_server, error)),
-            };
-            match fetched {
-                Ok(route) => {
-                    lock(&self.state)
-                        .routes
-                        .insert(topic, route, self.runtime.now());
-                    return Ok(());
-                }
-                // No broker has the topic yet: send where the broker will create it.
-                Err(SendError::NoRoute { .. }) => {
-                    return self.fetch_default_route(name_server, topic, deadline).await;
-                }
-                Err(error) => last_error = error,
-            }
-        }
-        if lock(&self.state).routes.get(topic).is_some() {
-            return Ok(());
-        }
-        Err(last_error)
-    }
-
-    /// Caches, for `topic`, the route a topic the brokers auto-create gets: `DEFAULT_TOPIC`'s
-    /// (Java's producer does the same when the name server does not know a topic). Kept for the
-    /// route's time to live, after which the topic's own route is asked for again.
-    async fn fetch_default_route(
-        &self,
-        name_server: &str,
-        topic: &str,
-        deadline: std::time::Instant,
-    ) -> Result<(), SendError> {
-        let route = match self
-            .clients
-            .call(name_server, route_request(DEFAULT_TOPIC), deadline)
-            .await
-        {
-            Ok(response) => default_route_from_response(topic, &response)?,
-            Err(error) => return Err(call_error(name_server, error)),
-        };
-        lock(&self.state)
-            .routes
-            .insert(topic, route, self.runtime.now());
-        Ok(())
     }
 }
 

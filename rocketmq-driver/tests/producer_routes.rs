@@ -1,7 +1,9 @@
 //! The producer's routes (`consumer_core::producer`): a `PublishRoute` built from the name
 //! server's route data, and the route request and its responses; then the route cache and queue
 //! choice (`Routes`): round robin in Java's order, skipping a failed broker; sharding keys pinned
-//! to their queue; expiry and invalidation. These live here rather than beside the code because
+//! to their queue; expiry and invalidation; and a send's whole plan (`SendPlan`): name servers
+//! in turn, the auto-create fallback, a stale route when no name server answers, the failed
+//! broker avoided on a fresh route, attempts and the deadline bounding retries. These live here rather than beside the code because
 //! a `Routes` needs an `Instant`, and the core's sources may not read the clock, not even in
 //! tests; the route tests that need no clock are here too, sharing the `route` fixture.
 
@@ -9,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use consumer_core::producer::{
     DEFAULT_TOPIC, Prepared, ProducerConfig, ProducerMessage, PublishRoute, Routes, SendError,
-    UniqueIds, default_route_from_response, route_from_response, route_request, shard_index,
+    SendPlan, SendStatus, Step, UniqueIds, default_route_from_response, route_from_response,
+    route_request, shard_index,
 };
 use proto::body::{BrokerData, QueueData, TopicRouteData};
+use proto::headers::{GetRouteInfoRequest, SendMessageResponse};
 use proto::{Command, RequestCode, ResponseCode};
 
 /// The route data of topic `T` over `brokers` (name, queues), read-write; broker `i`'s master
@@ -202,4 +206,165 @@ fn routes_expire_and_invalidate() {
             topic: "T".to_owned()
         })
     );
+}
+
+/// A producer configuration with name servers `ns-0:9876` and `ns-1:9876` and `retries`.
+fn two_name_servers(retries: u32) -> ProducerConfig {
+    let mut config = ProducerConfig::new("g", vec!["ns-0:9876".into(), "ns-1:9876".into()]);
+    config.retries = retries;
+    config
+}
+
+/// The name server's answer carrying the route of [`route`]`(brokers)`.
+fn route_answer(brokers: &[(&str, i32)]) -> Command {
+    Command::response(ResponseCode::SUCCESS, 1).with_body(route(brokers).encode())
+}
+
+/// A broker's answer storing the message at queue offset 7.
+fn stored() -> Command {
+    let header = SendMessageResponse {
+        msg_id: "00".into(),
+        queue_id: 0,
+        queue_offset: 7,
+        ..SendMessageResponse::default()
+    };
+    let mut ok = Command::response(ResponseCode::SUCCESS, 1);
+    ok.ext_fields = proto::CommandHeader::to_ext_fields(&header);
+    ok
+}
+
+/// The next step, which must be a lookup: its name server and the topic asked for.
+fn look_up(plan: &mut SendPlan, routes: &mut Routes, now: Instant) -> (String, String) {
+    match plan.next_step(routes, now) {
+        Step::LookUp { addr, command } => {
+            let header: GetRouteInfoRequest = command.header().expect("route request header");
+            (addr, header.topic)
+        }
+        other => panic!("expected a route lookup, got {other:?}"),
+    }
+}
+
+/// The next step, which must be a send: its broker.
+fn send_to(plan: &mut SendPlan, routes: &mut Routes, now: Instant) -> String {
+    match plan.next_step(routes, now) {
+        Step::Send { addr, .. } => addr,
+        other => panic!("expected a send, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_send_asks_the_name_servers_in_turn_then_sends() {
+    let now = Instant::now();
+    let mut routes = Routes::new(Duration::from_secs(30));
+    let mut plan = SendPlan::new(&two_name_servers(2), prepared(None), now);
+    assert_eq!(
+        look_up(&mut plan, &mut routes, now),
+        ("ns-0:9876".into(), "T".into())
+    );
+    let down = SendError::Disconnected {
+        peer: "ns-0:9876".into(),
+        reason: "refused".into(),
+    };
+    plan.handle_answer(&mut routes, now, Err(down));
+    assert_eq!(
+        look_up(&mut plan, &mut routes, now),
+        ("ns-1:9876".into(), "T".into())
+    );
+    plan.handle_answer(&mut routes, now, Ok(route_answer(&[("a", 2)])));
+    assert_eq!(send_to(&mut plan, &mut routes, now), "10.0.0.0:10911");
+    plan.handle_answer(&mut routes, now, Ok(stored()));
+    match plan.next_step(&mut routes, now) {
+        Step::Done(Ok(result)) => {
+            assert_eq!(result.status, SendStatus::Ok);
+            assert_eq!(result.queue_offset, 7);
+        }
+        other => panic!("expected the send's result, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_topic_nobody_has_goes_where_the_default_topic_lives() {
+    let now = Instant::now();
+    let mut routes = Routes::new(Duration::from_secs(30));
+    let mut plan = SendPlan::new(&two_name_servers(0), prepared(None), now);
+    look_up(&mut plan, &mut routes, now);
+    let unknown = Command::response(ResponseCode::TOPIC_NOT_EXIST, 1);
+    plan.handle_answer(&mut routes, now, Ok(unknown));
+    assert_eq!(
+        look_up(&mut plan, &mut routes, now),
+        ("ns-0:9876".into(), DEFAULT_TOPIC.into()),
+        "the same name server is asked for the default topic"
+    );
+    plan.handle_answer(&mut routes, now, Ok(route_answer(&[("a", 8)])));
+    assert_eq!(send_to(&mut plan, &mut routes, now), "10.0.0.0:10911");
+    assert_eq!(routes.get("T").map(|r| r.targets().len()), Some(4));
+}
+
+#[test]
+fn with_no_name_server_a_stale_route_is_used_and_without_one_the_send_fails() {
+    let (mut routes, fetched) = cached(&[("a", 2)]);
+    routes.invalidate("T");
+    let mut plan = SendPlan::new(&two_name_servers(0), prepared(None), fetched);
+    for _ in 0..2 {
+        look_up(&mut plan, &mut routes, fetched);
+        let silent = SendError::Timeout { peer: "ns".into() };
+        plan.handle_answer(&mut routes, fetched, Err(silent));
+    }
+    assert_eq!(send_to(&mut plan, &mut routes, fetched), "10.0.0.0:10911");
+
+    let mut empty = Routes::new(Duration::from_secs(30));
+    let mut plan = SendPlan::new(&two_name_servers(0), prepared(None), fetched);
+    for _ in 0..2 {
+        look_up(&mut plan, &mut empty, fetched);
+        let refused = Command::response(ResponseCode::SYSTEM_ERROR, 1).with_remark("down");
+        plan.handle_answer(&mut empty, fetched, Ok(refused));
+    }
+    assert!(matches!(
+        plan.next_step(&mut empty, fetched),
+        Step::Done(Err(SendError::Refused { .. }))
+    ));
+}
+
+#[test]
+fn a_lost_broker_is_avoided_on_a_fresh_route_and_attempts_run_out() {
+    let (mut routes, now) = cached(&[("a", 1), ("b", 1)]);
+    let mut plan = SendPlan::new(&two_name_servers(1), prepared(None), now);
+    let first = send_to(&mut plan, &mut routes, now);
+    let lost = SendError::Disconnected {
+        peer: first.clone(),
+        reason: "reset".into(),
+    };
+    plan.handle_answer(&mut routes, now, Err(lost.clone()));
+    // A lost connection may mean a moved route: it is fetched again first.
+    look_up(&mut plan, &mut routes, now);
+    plan.handle_answer(&mut routes, now, Ok(route_answer(&[("a", 1), ("b", 1)])));
+    let second = send_to(&mut plan, &mut routes, now);
+    assert_ne!(first, second, "the broker that failed is skipped");
+    plan.handle_answer(&mut routes, now, Err(lost));
+    assert!(
+        matches!(
+            plan.next_step(&mut routes, now),
+            Step::Done(Err(SendError::Disconnected { .. }))
+        ),
+        "one retry configured, so the second failure is final"
+    );
+}
+
+#[test]
+fn a_busy_broker_is_not_retried_once_the_send_timeout_passed() {
+    let (mut routes, now) = cached(&[("a", 2)]);
+    let config = two_name_servers(5);
+    let mut plan = SendPlan::new(&config, prepared(None), now);
+    send_to(&mut plan, &mut routes, now);
+    let busy = Command::response(ResponseCode::SYSTEM_BUSY, 1).with_remark("busy");
+    plan.handle_answer(&mut routes, now, Ok(busy.clone()));
+    // Within the timeout: tried again, on the same route (busy says nothing of routes).
+    send_to(&mut plan, &mut routes, now);
+    let late = now + config.send_timeout;
+    assert_eq!(plan.deadline(), late);
+    plan.handle_answer(&mut routes, late, Ok(busy));
+    assert!(matches!(
+        plan.next_step(&mut routes, late),
+        Step::Done(Err(SendError::Refused { code, .. })) if code == ResponseCode::SYSTEM_BUSY
+    ));
 }

@@ -63,3 +63,5 @@ mod stale_pull_response_dropped;
 mod start_offset_table;
 #[path = "core/topic_disappears.rs"]
 mod topic_disappears;
+#[path = "core/unregister_after_final_commits.rs"]
+mod unregister_after_final_commits;

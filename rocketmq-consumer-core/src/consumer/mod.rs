@@ -90,8 +90,9 @@ pub struct Consumer {
     next_request: u64,
     /// Application requests answered later (commits, seeks, offsets by time).
     app_answers: AppAnswers,
-    /// Orderly shutdown: unlocks sent after the final commits were answered.
-    unlock_sent: bool,
+    /// Shutdown: unlocks (orderly) and unregistration sent, once the final commits were
+    /// answered.
+    released: bool,
     /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
     unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
@@ -158,7 +159,7 @@ impl Consumer {
             paused: BTreeSet::new(),
             next_request: 0,
             app_answers: AppAnswers::default(),
-            unlock_sent: false,
+            released: false,
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,

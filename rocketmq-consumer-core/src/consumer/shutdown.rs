@@ -42,21 +42,7 @@ impl Consumer {
             let command = self.commit_command(&mq, offset);
             self.request_commit(now, &addr, command, PendingKind::FinalCommit(mq, offset));
         }
-        let addrs = self.cluster.broker_addrs();
         self.flush_local_offsets();
-        for addr in addrs {
-            let header = UnregisterClientRequest {
-                client_id: self.client_id.clone(),
-                producer_group: None,
-                consumer_group: Some(self.config.group.clone()),
-            };
-            self.request(
-                now,
-                &addr,
-                Command::request(RequestCode::UNREGISTER_CLIENT, &header),
-                PendingKind::Unregister,
-            );
-        }
         self.timers
             .set(now + self.config.request_timeout, Timer::ShutdownFinish);
         self.maybe_close(now);
@@ -70,11 +56,14 @@ impl Consumer {
             .requests
             .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)))
             || self.requests.holds_commits();
-        // Orderly: unlock only once the final offsets are stored, so the next owner of a queue
-        // cannot lock it and read an offset that is about to move.
-        if !committing && !self.unlock_sent {
-            self.unlock_sent = true;
+        // Let go only once the final offsets are stored: unregistering makes the brokers tell
+        // the other members at once (`NOTIFY_CONSUMER_IDS_CHANGED`), and a member that takes a
+        // queue over reads its offset then; orderly, the next owner of a queue could lock it
+        // and read an offset that is about to move.
+        if !committing && !self.released {
+            self.released = true;
             self.unlock_all(now);
+            self.unregister_all(now);
         }
         let waiting = self.requests.any(|p| {
             matches!(
@@ -112,5 +101,22 @@ impl Consumer {
         report.committed.sort();
         report.uncommitted.sort();
         self.outputs.push_back(Output::Event(Event::Closed(report)));
+    }
+
+    /// `UNREGISTER_CLIENT` to every broker.
+    fn unregister_all(&mut self, now: Instant) {
+        for addr in self.cluster.broker_addrs() {
+            let header = UnregisterClientRequest {
+                client_id: self.client_id.clone(),
+                producer_group: None,
+                consumer_group: Some(self.config.group.clone()),
+            };
+            self.request(
+                now,
+                &addr,
+                Command::request(RequestCode::UNREGISTER_CLIENT, &header),
+                PendingKind::Unregister,
+            );
+        }
     }
 }

@@ -1,0 +1,224 @@
+//! One send's whole policy, as a state machine ([`SendPlan`]): the route lookups (each name
+//! server in turn, the auto-create fallback, a stale route kept when none answers), the target
+//! of each attempt (avoiding the broker that just failed), retries and the send timeout. The
+//! driver only carries out its [`Step`]s and feeds the answers back
+//! (`DefaultMQProducerImpl.sendDefaultImpl` and `tryToFindTopicPublishInfo`).
+
+use std::time::Instant;
+
+use proto::Command;
+
+use super::{
+    Attempts, DEFAULT_TOPIC, Prepared, ProducerConfig, Retry, Routes, SendError, SendResult,
+    Target, default_route_from_response, route_from_response, route_request,
+};
+
+/// What the driver does next for a send.
+#[derive(Debug)]
+pub enum Step {
+    /// Ask name server `addr` for a route with `command`, then give the answer to
+    /// [`SendPlan::handle_answer`]. Route lookups may be serialized per producer, so a burst
+    /// of sends to a new topic asks once: a driver that waited for another lookup calls
+    /// [`SendPlan::next_step`] again first, which finds the route that lookup fetched.
+    LookUp {
+        /// The name server.
+        addr: String,
+        /// `GET_ROUTEINFO_BY_TOPIC`.
+        command: Command,
+    },
+    /// Send `command` to broker `addr`, then give the answer to [`SendPlan::handle_answer`].
+    Send {
+        /// The broker.
+        addr: String,
+        /// `SEND_MESSAGE_V2` or `SEND_BATCH_MESSAGE`.
+        command: Command,
+    },
+    /// The send is over.
+    Done(Result<SendResult, SendError>),
+}
+
+/// Where a send stands.
+#[derive(Debug)]
+enum Stage {
+    /// Next: fetch the route if the cache says so, else choose a target and send.
+    Start,
+    /// Asking name server number `.0` for the topic's route.
+    Route(usize),
+    /// Asking name server number `.0` for `DEFAULT_TOPIC`'s route (the topic has none yet).
+    DefaultRoute(usize),
+    /// An attempt in flight to `.0`.
+    Sending(Target),
+    /// Over, with this result (taken by the next `next_step`).
+    Done(Option<Result<SendResult, SendError>>),
+}
+
+/// One send of a [`Prepared`] message, from its first route lookup to its result.
+#[derive(Debug)]
+pub struct SendPlan {
+    prepared: Prepared,
+    name_servers: Vec<String>,
+    deadline: Instant,
+    attempts: Attempts,
+    /// The broker of the last failed attempt: round robin avoids it.
+    failed_broker: Option<String>,
+    /// No name server answered: this attempt goes by the route fetched before.
+    use_cached: bool,
+    /// The last name server failure, reported if no route can be had at all.
+    lookup_error: Option<SendError>,
+    stage: Stage,
+}
+
+impl SendPlan {
+    /// A send of `prepared` starting at `now`, to be over by `now + config.send_timeout`.
+    pub fn new(config: &ProducerConfig, prepared: Prepared, now: Instant) -> Self {
+        Self {
+            prepared,
+            name_servers: config.name_servers.clone(),
+            deadline: now + config.send_timeout,
+            attempts: Attempts::new(config),
+            failed_broker: None,
+            use_cached: false,
+            lookup_error: None,
+            stage: Stage::Start,
+        }
+    }
+
+    /// When the send gives up: every request of it is bounded by this.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The message being sent.
+    pub fn prepared(&self) -> &Prepared {
+        &self.prepared
+    }
+
+    /// What to do next, given the route cache at `now`.
+    pub fn next_step(&mut self, routes: &mut Routes, now: Instant) -> Step {
+        let topic = self.prepared.topic().to_owned();
+        loop {
+            match &mut self.stage {
+                Stage::Done(result) => {
+                    return Step::Done(result.take().unwrap_or(Err(SendError::Closed)));
+                }
+                Stage::Sending(target) => {
+                    // Asked again before the answer: the same request stands.
+                    return Step::Send {
+                        addr: target.addr.clone(),
+                        command: self.prepared.request(target),
+                    };
+                }
+                Stage::Route(_) | Stage::DefaultRoute(_) if !routes.needs_fetch(&topic, now) => {
+                    // Another send fetched it meanwhile.
+                    self.stage = Stage::Start;
+                }
+                Stage::Route(index) => {
+                    let Some(addr) = self.name_servers.get(*index) else {
+                        self.no_name_server_answered(routes, &topic);
+                        continue;
+                    };
+                    return Step::LookUp {
+                        addr: addr.clone(),
+                        command: route_request(&topic),
+                    };
+                }
+                Stage::DefaultRoute(index) => {
+                    let addr = self.name_servers.get(*index).cloned().unwrap_or_default();
+                    return Step::LookUp {
+                        addr,
+                        command: route_request(DEFAULT_TOPIC),
+                    };
+                }
+                Stage::Start => {
+                    if !self.use_cached && routes.needs_fetch(&topic, now) {
+                        self.stage = Stage::Route(0);
+                        continue;
+                    }
+                    self.use_cached = false;
+                    match routes.choose(&self.prepared, self.failed_broker.as_deref()) {
+                        Ok(target) => self.stage = Stage::Sending(target),
+                        Err(error) => self.stage = Stage::Done(Some(Err(error))),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The answer to the last [`Step::LookUp`] or [`Step::Send`], or why there is none (the
+    /// driver's timeout at [`SendPlan::deadline`], a lost connection).
+    pub fn handle_answer(
+        &mut self,
+        routes: &mut Routes,
+        now: Instant,
+        answer: Result<Command, SendError>,
+    ) {
+        let topic = self.prepared.topic().to_owned();
+        match std::mem::replace(&mut self.stage, Stage::Start) {
+            Stage::Route(index) => {
+                match answer.and_then(|response| route_from_response(&topic, &response)) {
+                    Ok(route) => routes.insert(&topic, route, now),
+                    // No broker has the topic yet: send where the broker will create it.
+                    Err(SendError::NoRoute { .. }) => self.stage = Stage::DefaultRoute(index),
+                    Err(error) => {
+                        self.lookup_error = Some(error);
+                        self.stage = Stage::Route(index + 1);
+                    }
+                }
+            }
+            Stage::DefaultRoute(_) => {
+                // Kept for the route's time to live, after which the topic's own route is
+                // asked for again (Java's producer does the same).
+                match answer.and_then(|response| default_route_from_response(&topic, &response)) {
+                    Ok(route) => routes.insert(&topic, route, now),
+                    Err(error) => self.stage = Stage::Done(Some(Err(error))),
+                }
+            }
+            Stage::Sending(target) => {
+                let outcome =
+                    answer.and_then(|response| self.prepared.interpret(&target, &response));
+                self.stage = match outcome {
+                    Ok(result) => Stage::Done(Some(Ok(result))),
+                    Err(error) => self.after_failure(routes, now, &target, error),
+                };
+            }
+            // Nothing was asked: an answer now is not this send's.
+            stage @ (Stage::Start | Stage::Done(_)) => self.stage = stage,
+        }
+    }
+
+    /// What follows a failed attempt: another (on a fresh route if the failure says the route
+    /// moved), unless the failure is final, no attempt is left, or time is up.
+    fn after_failure(
+        &mut self,
+        routes: &mut Routes,
+        now: Instant,
+        target: &Target,
+        error: SendError,
+    ) -> Stage {
+        match self.attempts.after(&error) {
+            Retry::No => Stage::Done(Some(Err(error))),
+            Retry::Yes { .. } if now >= self.deadline => Stage::Done(Some(Err(error))),
+            Retry::Yes { refresh_route } => {
+                if refresh_route {
+                    routes.invalidate(self.prepared.topic());
+                }
+                self.failed_broker = Some(target.queue.broker_name().to_owned());
+                Stage::Start
+            }
+        }
+    }
+
+    /// Every name server failed: a route fetched before is used on (Java keeps its publish
+    /// info too); without one, the send fails with the last name server's failure.
+    fn no_name_server_answered(&mut self, routes: &Routes, topic: &str) {
+        if routes.get(topic).is_some() {
+            self.use_cached = true;
+            self.stage = Stage::Start;
+        } else {
+            let error = self.lookup_error.take().unwrap_or(SendError::NoRoute {
+                topic: topic.to_owned(),
+            });
+            self.stage = Stage::Done(Some(Err(error)));
+        }
+    }
+}
