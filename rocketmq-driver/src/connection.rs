@@ -1,6 +1,7 @@
 //! One open TCP connection's frame loops, shared by the consumer's driver and the producer's
-//! connections: a reader that decodes frames and hands each to the owner, and a writer that
-//! sends the frames the owner queues, both running until either side stops.
+//! connections: a reader that decodes frames and hands each to the owner (as a callback, or
+//! as a [`Stream`] the owner polls itself), and a writer that sends the frames the owner
+//! queues, both running until either side stops.
 
 use std::io;
 use std::ops::ControlFlow;
@@ -11,6 +12,7 @@ use futures_io::{AsyncRead, AsyncWrite};
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
 use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+use futures_util::stream::{self, Stream};
 use proto::{Command, FrameDecoder, FrameError};
 
 /// Bytes read from a socket at a time.
@@ -59,6 +61,45 @@ pub(crate) async fn run(
     match future::select(read, write).await {
         Either::Left((ended, _)) | Either::Right((ended, _)) => ended,
     }
+}
+
+/// The frames read from `reader`, in order, ending with why reading stopped (never
+/// [`Ended::Stopped`]: the owner stops by dropping the stream).
+pub(crate) fn frames(
+    reader: impl AsyncRead + Unpin + Send + 'static,
+) -> impl Stream<Item = Result<Command, Ended>> + Send + 'static {
+    let state = Some((
+        reader,
+        FrameDecoder::default(),
+        BytesMut::new(),
+        vec![0; READ_CHUNK],
+    ));
+    stream::unfold(state, |state| async move {
+        let (mut reader, mut decoder, mut buf, mut chunk) = state?;
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Some(command)) => {
+                    return Some((Ok(command), Some((reader, decoder, buf, chunk))));
+                }
+                Ok(None) => {}
+                Err(e) => return Some((Err(Ended::BadFrame(e)), None)),
+            }
+            match reader.read(&mut chunk).await {
+                Ok(0) => return Some((Err(Ended::ByPeer), None)),
+                Err(e) => return Some((Err(Ended::Read(e)), None)),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+}
+
+/// Writes the frames `queued` yields to `writer` until a write fails or every sender is gone;
+/// returns why.
+pub(crate) async fn write_all(
+    writer: impl AsyncWrite + Unpin,
+    queued: mpsc::UnboundedReceiver<Bytes>,
+) -> Ended {
+    write_frames(writer, queued).await
 }
 
 /// Decodes frames from `reader` and passes each to `on_frame`, until the stream ends or fails,

@@ -1,13 +1,12 @@
-//! What the driver task is told: everything that happens outside it (a connection opened, a
-//! frame arrived, a handler finished, the application asked for something) comes in over one
-//! unbounded channel as an [`Input`].
+//! What the driver task is told: everything that happens outside it but on its connections'
+//! reads (a connection's writer failed, a handler finished, the application asked for
+//! something) comes in over one unbounded channel as an [`Input`].
 
 use std::sync::Arc;
 
 use consumer_core::output::Polled;
 use consumer_core::{ConnId, ConsumeOutcome, DeliveryId, Event, MessageQueue};
 use futures_channel::oneshot;
-use proto::Command;
 use proto::message::Message;
 
 use crate::control::{CommitReport, ControlError};
@@ -22,12 +21,8 @@ pub(crate) type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
 /// What the driver task is told.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// The connection opened.
-    Connected(ConnId),
-    /// The connection could not be opened, broke, or the peer sent something that is not a frame.
+    /// Writing on the connection failed (its reads end on their own).
     Lost(ConnId),
-    /// A frame arrived.
-    Frame(ConnId, Command),
     /// A handler finished.
     Completed(DeliveryId, ConsumeOutcome),
     /// The user asked for a graceful shutdown.

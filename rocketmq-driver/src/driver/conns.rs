@@ -1,85 +1,116 @@
-//! The driver's connections: one task per connection reads frames into the driver's input
-//! channel and writes the frames the driver queues for it (the loops are
-//! [`connection::run`]); the driver keeps each one's write queue and abort handle.
+//! The driver's connections. The driver task reads them itself: each connection is a stream
+//! of what happens on it (opened, a frame, lost) polled together with the driver's inputs, so
+//! a pull answer is decoded and handed to the consumer on the task that owns the consumer,
+//! with no hop to another thread. Writes go through a queue to a small task per connection
+//! (the loops are in [`connection`]), so the driver never waits on a socket.
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 
 use bytes::{Bytes, BytesMut};
 use consumer_core::ConnId;
 use futures_channel::mpsc;
-use futures_util::FutureExt;
 use futures_util::future::{AbortHandle, Abortable};
+use futures_util::io::AsyncReadExt;
+use futures_util::stream::{self, BoxStream, SelectAll};
+use futures_util::{FutureExt, StreamExt};
 use proto::{Command, HeaderEncoding, frame};
 
 use crate::connection;
 use crate::input::Input;
 use crate::runtime::Runtime;
 
-/// The driver's side of a connection task.
+/// What happened on a connection.
+pub(super) enum ConnEvent {
+    /// It opened.
+    Connected,
+    /// A frame arrived.
+    Frame(Command),
+    /// It could not be opened, broke, or the peer sent something that is not a frame.
+    Lost,
+}
+
+/// The driver's side of a connection.
 struct Conn {
     /// The peer, for logs.
     addr: String,
     /// Encoded frames for the writer.
     writes: mpsc::UnboundedSender<Bytes>,
-    /// Ends the connection task (and so drops the socket).
-    abort: AbortHandle,
+    /// Ends the reading (and so, with the writer's end, drops the socket).
+    abort_read: AbortHandle,
+    /// Ends the writer task.
+    abort_write: AbortHandle,
 }
 
-/// Every connection the consumer asked for and has not closed or lost.
+/// Every connection the consumer asked for and has not closed or lost, and their reads.
 pub(super) struct Conns<R: Runtime> {
     runtime: R,
+    /// Where a writer reports that its connection broke.
     inputs: mpsc::UnboundedSender<Input>,
     open: BTreeMap<ConnId, Conn>,
+    /// Every connection's events, polled by the driver task; never ends (it holds a stream
+    /// that yields nothing), so polling it with no connection open waits instead of spinning.
+    reads: SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>,
 }
 
 impl<R: Runtime> Conns<R> {
     pub(super) fn new(runtime: R, inputs: mpsc::UnboundedSender<Input>) -> Self {
+        let mut reads = SelectAll::new();
+        reads.push(stream::pending().boxed());
         Self {
             runtime,
             inputs,
             open: BTreeMap::new(),
+            reads,
         }
     }
 
-    /// Starts a task that opens `addr`, then reads frames into the input channel and writes
-    /// what [`Conns::send`] queues, until either side fails or the driver aborts it.
+    /// Opens `addr`: its events ([`ConnEvent::Connected`], then each frame, and
+    /// [`ConnEvent::Lost`] when it ends) come from [`Conns::next_event`]; what
+    /// [`Conns::send`] queues is written by a task of its own.
     pub(super) fn open(&mut self, conn: ConnId, addr: String) {
         let (writes, queued) = mpsc::unbounded();
-        let (abort, registration) = AbortHandle::new_pair();
-        let inputs = self.inputs.clone();
+        let (abort_write, registration) = AbortHandle::new_pair();
         let runtime = self.runtime.clone();
+        let inputs = self.inputs.clone();
         let peer = addr.clone();
-        let task = async move {
+        let opened = async move {
             let Ok(stream) = runtime.connect(peer).await else {
-                let _ = inputs.unbounded_send(Input::Lost(conn));
-                return;
+                return stream::iter([(conn, ConnEvent::Lost)]).boxed();
             };
-            if inputs.unbounded_send(Input::Connected(conn)).is_err() {
-                return;
-            }
-            // Stops when the stream ends, fails or carries something that is not a frame, a
-            // write fails, the driver drops the sender, or the driver is gone.
-            connection::run(stream, queued, |command| {
-                if inputs.unbounded_send(Input::Frame(conn, command)).is_err() {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
-            .await;
-            let _ = inputs.unbounded_send(Input::Lost(conn));
+            let (reader, writer) = stream.split();
+            // Stops when a write fails or the driver drops the sender; a failure is reported
+            // (the driver ignores the report of a connection it already closed or lost).
+            let write = async move {
+                connection::write_all(writer, queued).await;
+                let _ = inputs.unbounded_send(Input::Lost(conn));
+            };
+            runtime.spawn(Box::pin(Abortable::new(write, registration).map(drop)));
+            let frames = connection::frames(reader).map(move |read| match read {
+                Ok(command) => (conn, ConnEvent::Frame(command)),
+                Err(_) => (conn, ConnEvent::Lost),
+            });
+            stream::iter([(conn, ConnEvent::Connected)])
+                .chain(frames)
+                .boxed()
         };
-        self.runtime
-            .spawn(Box::pin(Abortable::new(task, registration).map(drop)));
+        let (events, abort_read) = stream::abortable(stream::once(opened).flatten());
+        self.reads.push(events.boxed());
         self.open.insert(
             conn,
             Conn {
                 addr,
                 writes,
-                abort,
+                abort_read,
+                abort_write,
             },
         );
+    }
+
+    /// The next event on any connection (waits for ever when none is open).
+    pub(super) fn next_event(
+        &mut self,
+    ) -> stream::Next<'_, SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>> {
+        self.reads.next()
     }
 
     /// Encodes `command` and queues it for `conn`'s writer. A command for a connection that is
@@ -99,7 +130,7 @@ impl<R: Runtime> Conns<R> {
     /// Closes `conn` (the consumer asked); nothing more is reported of it.
     pub(super) fn close(&mut self, conn: ConnId) {
         if let Some(conn) = self.open.remove(&conn) {
-            conn.abort.abort();
+            conn.abort();
         }
     }
 
@@ -110,13 +141,22 @@ impl<R: Runtime> Conns<R> {
 
     /// `conn` was lost or refused: forgets it, and returns its peer if it was ours.
     pub(super) fn lost(&mut self, conn: ConnId) -> Option<String> {
-        self.open.remove(&conn).map(|c| c.addr)
+        let conn = self.open.remove(&conn)?;
+        conn.abort();
+        Some(conn.addr)
     }
 
-    /// Ends every connection task.
+    /// Ends every connection.
     pub(super) fn abort_all(&mut self) {
         for conn in std::mem::take(&mut self.open).into_values() {
-            conn.abort.abort();
+            conn.abort();
         }
+    }
+}
+
+impl Conn {
+    fn abort(&self) {
+        self.abort_read.abort();
+        self.abort_write.abort();
     }
 }

@@ -1,7 +1,8 @@
 //! The driver task: owns the [`Consumer`] by value and carries out its outputs.
 //!
-//! Everything that happens outside the task comes in over one unbounded channel as an
-//! [`Input`]; the consumer's single timer is a sleep re-armed to [`Consumer::poll_timeout`]. The
+//! What happens on the connections the task reads itself (`conns`); everything else that
+//! happens outside it comes in over one unbounded channel as an [`Input`]; the consumer's
+//! single timer is a sleep re-armed to [`Consumer::poll_timeout`]. The
 //! loop compares the clock with that deadline before it waits, as quinn's endpoint driver does,
 //! so a timer already due is handled without a trip through the runtime's timer wheel.
 //!
@@ -17,7 +18,7 @@ mod waiters;
 
 use std::time::Instant;
 
-use consumer_core::{Consumer, Event, MessageQueue, Output, ShutdownReport};
+use consumer_core::{ConnId, Consumer, Event, MessageQueue, Output, ShutdownReport};
 use futures_channel::{mpsc, oneshot};
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
@@ -26,7 +27,7 @@ use crate::control::ControlError;
 use crate::input::{EventSink, Handler, Input, PullCommand};
 use crate::offset_file::OffsetFile;
 use crate::runtime::{BoxFuture, Runtime};
-use conns::Conns;
+use conns::{ConnEvent, Conns};
 use handlers::Handlers;
 use waiters::Waiters;
 
@@ -86,20 +87,30 @@ impl<R: Runtime> Driver<R> {
                 }
                 None => timer = None,
             }
-            let input = match &mut timer {
-                Some((_, sleep)) => match future::select(inputs.next(), sleep.as_mut()).await {
-                    Either::Left((input, _)) => input,
-                    Either::Right(((), _)) => {
-                        // Fired: the loop reads the clock and handles what is due.
-                        timer = None;
-                        continue;
-                    }
-                },
-                None => inputs.next().await,
+            let woken = {
+                let outside = future::select(inputs.next(), io.conns.next_event());
+                match &mut timer {
+                    Some((_, sleep)) => match future::select(outside, sleep.as_mut()).await {
+                        Either::Left((woken, _)) => Some(woken),
+                        Either::Right(((), _)) => None,
+                    },
+                    None => Some(outside.await),
+                }
             };
-            // The driver holds a sender itself, so the channel never ends while it runs.
-            let Some(input) = input else { break };
-            io.handle(&mut consumer, runtime.now(), input);
+            match woken {
+                // The timer fired: the loop reads the clock and handles what is due.
+                None => timer = None,
+                Some(Either::Left((input, _))) => {
+                    // The driver holds a sender itself, so the channel never ends while it runs.
+                    let Some(input) = input else { break };
+                    io.handle(&mut consumer, runtime.now(), input);
+                }
+                Some(Either::Right((event, _))) => {
+                    if let Some((conn, event)) = event {
+                        io.on_conn_event(&mut consumer, runtime.now(), conn, event);
+                    }
+                }
+            }
         }
         io.conns.abort_all();
         let mut report = io.report.take().unwrap_or_default();
@@ -134,27 +145,10 @@ struct Io<R: Runtime> {
 }
 
 impl<R: Runtime> Io<R> {
-    /// Feeds one input to the consumer. Inputs about connections the consumer already closed
-    /// are dropped: it expects nothing more from them.
+    /// Feeds one input to the consumer.
     fn handle(&mut self, consumer: &mut Consumer, now: Instant, input: Input) {
         match input {
-            Input::Connected(conn) => {
-                if let Some(addr) = self.conns.addr(conn) {
-                    tracing::debug!(%addr, "connected");
-                    consumer.handle_connected(now, conn);
-                }
-            }
-            Input::Lost(conn) => {
-                if let Some(addr) = self.conns.lost(conn) {
-                    tracing::warn!(%addr, "connection lost or refused");
-                    consumer.handle_disconnected(now, conn);
-                }
-            }
-            Input::Frame(conn, command) => {
-                if self.conns.addr(conn).is_some() {
-                    consumer.handle_command(now, conn, command);
-                }
-            }
+            Input::Lost(conn) => self.on_conn_event(consumer, now, conn, ConnEvent::Lost),
             Input::Completed(id, outcome) => consumer.complete(now, id, outcome),
             Input::Shutdown => {
                 // A lite pull consumer shutting down no longer reads; its `Take` ends with it.
@@ -162,6 +156,36 @@ impl<R: Runtime> Io<R> {
                 consumer.shutdown(now);
             }
             Input::Pull(command) => self.pull_command(consumer, now, command),
+        }
+    }
+
+    /// Feeds what happened on a connection to the consumer. Events of connections the consumer
+    /// already closed are dropped: it expects nothing more from them.
+    fn on_conn_event(
+        &mut self,
+        consumer: &mut Consumer,
+        now: Instant,
+        conn: ConnId,
+        event: ConnEvent,
+    ) {
+        match event {
+            ConnEvent::Connected => {
+                if let Some(addr) = self.conns.addr(conn) {
+                    tracing::debug!(%addr, "connected");
+                    consumer.handle_connected(now, conn);
+                }
+            }
+            ConnEvent::Frame(command) => {
+                if self.conns.addr(conn).is_some() {
+                    consumer.handle_command(now, conn, command);
+                }
+            }
+            ConnEvent::Lost => {
+                if let Some(addr) = self.conns.lost(conn) {
+                    tracing::warn!(%addr, "connection lost or refused");
+                    consumer.handle_disconnected(now, conn);
+                }
+            }
         }
     }
 
