@@ -59,6 +59,17 @@ impl TimerQueue {
         self.entries.insert((at, timer));
     }
 
+    /// Moves `timer` to `at` unless it is due sooner already (set once if absent).
+    pub(crate) fn reset_earlier(&mut self, at: Instant, timer: Timer) {
+        let sooner = self
+            .entries
+            .iter()
+            .any(|(t_at, t)| *t == timer && *t_at <= at);
+        if !sooner {
+            self.reset(at, timer);
+        }
+    }
+
     /// Cancels one timer set for `at`.
     pub(crate) fn remove(&mut self, at: Instant, timer: Timer) {
         self.entries.remove(&(at, timer));

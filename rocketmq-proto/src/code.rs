@@ -74,6 +74,8 @@ open_code! {
         UPDATE_CONSUMER_OFFSET = 15,
         /// Create or update a topic on a broker.
         UPDATE_AND_CREATE_TOPIC = 17,
+        /// A broker's whole topic config (`TopicConfigSerializeWrapper`), as a slave copies it.
+        GET_ALL_TOPIC_CONFIG = 21,
         /// Find the offset of a queue for a store timestamp.
         SEARCH_OFFSET_BY_TIMESTAMP = 29,
         /// The next offset to be written in a queue.

@@ -19,6 +19,7 @@ mod scenario {
     pub(crate) mod broadcasting;
     pub(crate) mod broker_scenario;
     pub(crate) mod consume_from_timestamp;
+    pub(crate) mod failover;
     pub(crate) mod group_split;
     pub(crate) mod handler_panics;
     pub(crate) mod lite_pull;
@@ -33,6 +34,8 @@ mod scenario {
 
 #[path = "real_broker/broadcasting.rs"]
 mod broadcasting;
+#[path = "real_broker/failover.rs"]
+mod failover;
 #[path = "real_broker/handler_panics.rs"]
 mod handler_panics;
 #[path = "real_broker/interop.rs"]

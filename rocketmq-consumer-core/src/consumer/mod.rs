@@ -285,6 +285,13 @@ impl Consumer {
         }
         // A broker that restarted forgot its locks, and this is all we see of a restart.
         self.lose_leases_on(now, &addr);
+        // A lost broker may have left its routes (a master gone, its slave to read from now):
+        // look soon rather than at the next 30 s refresh. While it stays away this repeats at
+        // most every few seconds, as its reconnects fail.
+        if self.cluster.is_broker(&addr) && self.lifecycle == Lifecycle::Running {
+            self.timers
+                .reset_earlier(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
+        }
         self.after_input(now);
     }
 

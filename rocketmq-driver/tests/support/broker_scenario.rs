@@ -49,6 +49,17 @@ impl Topic {
         }
     }
 
+    /// Topic `name`, already created with `queues` queues on the broker at `broker`, which
+    /// the name server at `namesrv` knows (a cluster other than the local one).
+    pub(crate) fn at(namesrv: &str, broker: &str, name: &str, queues: i32) -> Self {
+        Self {
+            namesrv: namesrv.to_owned(),
+            name: name.to_owned(),
+            broker: broker.to_owned(),
+            queues,
+        }
+    }
+
     /// Sends `count` messages with bodies `{topic}/{batch}/{i}` and tag `tag` (none when
     /// `None`), spread round-robin over the queues, and returns their bodies.
     pub(crate) fn send(&self, batch: &str, count: usize, tag: Option<&str>) -> BTreeSet<String> {

@@ -1,0 +1,173 @@
+//! A running push consumer reads on from the slave when its broker's master dies (Apache 4.9
+//! master/slave with `slaveReadEnable`): the name server's route then lists only the slave, the
+//! consumer's address book follows it (each route replaces its brokers' addresses, as Java's
+//! `brokerAddrTable`), and pulls go to the slave; every message stored before the crash is
+//! consumed. Pulls of one message, at most one cached per queue, and a handler held until the
+//! master is gone make sure the messages after the first of each queue are pulled after the
+//! crash. The cluster is a second one, with slaves (`scripts/test` starts it and exports
+//! `FAILOVER_NAMESRV_ADDR`, `FAILOVER_CLUSTER_DIR` and `FAILOVER_BROKER_PORT`); the master is
+//! started again at the end.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::broker_scenario::{Topic, WAIT, max_offset, sleep, wait_for};
+use driver::prelude::*;
+use proto::{Command, RequestCode, ResponseCode};
+use rocketmq_tests::{create_topic, route, unique};
+
+/// Messages per queue, and queues.
+const PER_QUEUE: usize = 5;
+const QUEUES: i32 = 2;
+
+/// An environment variable `scripts/test` sets for this scenario; fails loudly without it.
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: this test needs the failover cluster (a master with a slave) \
+             that scripts/test starts"
+        )
+    })
+}
+
+/// Runs `scripts/broker <action> broker-a` on the failover cluster.
+fn failover_broker(action: &str) {
+    let status = broker_command(action);
+    assert!(
+        status.success(),
+        "scripts/broker {action} broker-a: {status}"
+    );
+}
+
+/// `scripts/broker <action> broker-a` on the failover cluster, and how it ended.
+fn broker_command(action: &str) -> std::process::ExitStatus {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/broker");
+    std::process::Command::new(script)
+        .args([action, "broker-a"])
+        .env("RMQ_CLUSTER_DIR", env("FAILOVER_CLUSTER_DIR"))
+        .env(
+            "RMQ_NAMESRV_PORT",
+            env("FAILOVER_NAMESRV_ADDR")
+                .rsplit(':')
+                .next()
+                .unwrap_or_default(),
+        )
+        .env("RMQ_BROKER_PORT", env("FAILOVER_BROKER_PORT"))
+        .status()
+        .unwrap_or_else(|e| panic!("run {script} {action}: {e}"))
+}
+
+/// Starts the killed master again when the scenario ends, passed or failed, so the failover
+/// cluster is whole for the next run.
+struct ReviveMaster;
+
+impl Drop for ReviveMaster {
+    fn drop(&mut self) {
+        if !broker_command("revive").success() {
+            eprintln!("scripts/broker revive broker-a failed on the failover cluster");
+        }
+    }
+}
+
+/// Whether the broker at `slave` has `topic` in its topic config (`GET_ALL_TOPIC_CONFIG`).
+fn slave_knows_topic(slave: &str, topic: &str) -> bool {
+    let request =
+        Command::request_with_fields(RequestCode::GET_ALL_TOPIC_CONFIG, Default::default());
+    let answer = rocketmq_tests::call(slave, request);
+    answer.response_code() == ResponseCode::SUCCESS
+        && String::from_utf8_lossy(&answer.body).contains(&format!("\"{topic}\""))
+}
+
+/// Runs the scenario on runtime `R`.
+pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix: &str) {
+    let namesrv = env("FAILOVER_NAMESRV_ADDR");
+    let master = format!("127.0.0.1:{}", env("FAILOVER_BROKER_PORT"));
+    let name = unique(prefix);
+    create_topic(&namesrv, &master, &name, QUEUES);
+    let topic = Topic::at(&namesrv, &master, &name, QUEUES);
+    let slave = route(&namesrv, &name)
+        .and_then(|r| {
+            r.broker_datas
+                .iter()
+                .find_map(|b| b.broker_addrs.get(&1).cloned())
+        })
+        .unwrap_or_else(|| panic!("the failover cluster's route of {name} has no slave"));
+    let sent = topic.send("before", PER_QUEUE * QUEUES as usize, None);
+    // The slave serves the topic once it has the messages and the topic's config, which it
+    // copies from its master every 10 s (`SlaveSynchronize`); until then it answers pulls
+    // with TOPIC_NOT_EXIST, and once the master is gone it never gets it.
+    wait_for::<R>("the slave has every message and the topic", || {
+        (0..QUEUES).all(|q| max_offset(&slave, &name, q) == Ok(PER_QUEUE as i64))
+            && slave_knows_topic(&slave, &name)
+    })
+    .await;
+
+    let open = Arc::new(AtomicBool::new(false));
+    let (bodies, mut received) = futures_channel::mpsc::unbounded();
+    let gate = Arc::clone(&open);
+    let consumer = driver::PushConsumer::<R>::builder(unique("failover"))
+        .name_server(&namesrv)
+        .subscribe(&name, "*")
+        .consume_from(ConsumeFrom::First)
+        .configure(|c| {
+            c.pull_batch_size = 1;
+            c.max_cached_messages_per_queue = 1;
+        })
+        .build()
+        .expect("the consumer's configuration is valid")
+        .start_concurrently(move |messages: Vec<Message>| {
+            let gate = Arc::clone(&gate);
+            let bodies = bodies.clone();
+            async move {
+                while !gate.load(Ordering::Acquire) {
+                    sleep::<R>(Duration::from_millis(20)).await;
+                }
+                for message in &messages {
+                    let body = String::from_utf8_lossy(message.body()).into_owned();
+                    let _ = bodies.unbounded_send(body);
+                }
+                ConsumeOutcome::Success
+            }
+        });
+    // Each queue's first message is held in the handler; nothing else is cached.
+    sleep::<R>(Duration::from_secs(3)).await;
+    failover_broker("kill");
+    let revive = ReviveMaster;
+    wait_for::<R>("the route lists only the slave", || {
+        route(&namesrv, &name).is_some_and(|r| {
+            r.broker_datas
+                .iter()
+                .all(|b| !b.broker_addrs.contains_key(&0))
+        })
+    })
+    .await;
+    open.store(true, Ordering::Release);
+
+    let mut seen = BTreeSet::new();
+    let runtime = R::default();
+    let deadline = runtime.now() + WAIT;
+    while !sent.iter().all(|b| seen.contains(b)) {
+        assert!(
+            runtime.now() < deadline,
+            "not every message arrived from the slave within {WAIT:?}; missing: {:?}",
+            sent.difference(&seen).collect::<Vec<_>>()
+        );
+        let step = futures_util::future::select(
+            futures_util::StreamExt::next(&mut received),
+            runtime.sleep_until(runtime.now() + Duration::from_millis(200)),
+        )
+        .await;
+        if let futures_util::future::Either::Left((Some(body), _)) = step {
+            seen.insert(body);
+        }
+    }
+    let unexpected: Vec<_> = seen.difference(&sent).collect();
+    assert!(unexpected.is_empty(), "bodies nobody sent: {unexpected:?}");
+    drop(revive);
+    consumer
+        .shutdown()
+        .await
+        .expect("the consumer shuts down and reports");
+}
