@@ -145,6 +145,14 @@ pub struct ConsumerConfig {
     pub shutdown_drain_timeout: Duration,
     /// Reconnect delay after a connection to an address failed.
     pub reconnect_backoff: Duration,
+    /// How long a connection may take to open before it counts as failed (Java's
+    /// `connectTimeoutMillis`, 3 s): a peer that drops SYNs would otherwise hold the requests
+    /// queued for it until the system gives up, minutes later.
+    pub connect_timeout: Duration,
+    /// Requests in a row that time out on one connection, with no answer between them, before
+    /// it is closed and opened again (3): a peer that keeps the socket open but stopped
+    /// answering (a hung process, a half-open connection) is not waited on for ever.
+    pub close_after_timeouts: u32,
     /// Seed of the consumer's only randomness (which name server and broker to ask first).
     pub seed: u64,
 }
@@ -193,6 +201,8 @@ impl ConsumerConfig {
             revoke_drain_timeout: Duration::from_secs(5),
             shutdown_drain_timeout: Duration::from_secs(10),
             reconnect_backoff: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(3),
+            close_after_timeouts: 3,
             seed: 0,
         }
     }
@@ -202,6 +212,9 @@ impl ConsumerConfig {
         let fail = |what: &str| Err(ConfigError(what.to_owned()));
         if self.group.is_empty() || self.group.len() > 255 {
             return fail("the group name must be 1 to 255 characters");
+        }
+        if self.connect_timeout.is_zero() || self.close_after_timeouts == 0 {
+            return fail("connect_timeout and close_after_timeouts must be positive");
         }
         if self.name_servers.is_empty() {
             return fail("at least one name server address is needed");

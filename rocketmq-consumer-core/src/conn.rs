@@ -18,6 +18,8 @@ enum State {
 struct Entry {
     id: ConnId,
     state: State,
+    /// Requests on it that timed out since its last answer.
+    timeouts: u32,
 }
 
 /// What to do with a command for an address.
@@ -27,6 +29,8 @@ pub(crate) enum Route {
     Send(ConnId),
     /// Queued until this connection opens.
     Queued(ConnId),
+    /// Queued on this connection, opened for it just now.
+    Opening(ConnId),
     /// The address failed recently; fail the request now.
     Unavailable,
 }
@@ -68,11 +72,12 @@ impl Connections {
             Entry {
                 id,
                 state: State::Connecting(vec![command]),
+                timeouts: 0,
             },
         );
         self.by_id.insert(id, addr.to_owned());
         self.to_open.push_back((id, addr.to_owned()));
-        (Route::Queued(id), None)
+        (Route::Opening(id), None)
     }
 
     /// The connection opened: returns the commands queued for it.
@@ -104,6 +109,36 @@ impl Connections {
             State::Connected => Vec::new(),
         };
         Some((addr, unsent))
+    }
+
+    /// Whether connection `id` is still opening.
+    pub(crate) fn is_opening(&self, id: ConnId) -> bool {
+        self.entry(id)
+            .is_some_and(|e| matches!(e.state, State::Connecting(_)))
+    }
+
+    /// An answer arrived on connection `id`: it is alive.
+    pub(crate) fn answered(&mut self, id: ConnId) {
+        if let Some(entry) = self.entry_mut(id) {
+            entry.timeouts = 0;
+        }
+    }
+
+    /// A request on connection `id` timed out: returns how many have in a row.
+    pub(crate) fn timed_out(&mut self, id: ConnId) -> u32 {
+        self.entry_mut(id).map_or(0, |entry| {
+            entry.timeouts += 1;
+            entry.timeouts
+        })
+    }
+
+    fn entry(&self, id: ConnId) -> Option<&Entry> {
+        self.by_id.get(&id).and_then(|addr| self.by_addr.get(addr))
+    }
+
+    fn entry_mut(&mut self, id: ConnId) -> Option<&mut Entry> {
+        let addr = self.by_id.get(&id)?;
+        self.by_addr.get_mut(addr)
     }
 
     /// The address of connection `id`.

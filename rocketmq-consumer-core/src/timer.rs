@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use crate::id::{Epoch, QueueKey};
+use crate::output::ConnId;
 
 /// A timer. Per-queue and per-request timers carry their key; a fired timer whose subject is
 /// gone, or whose epoch is old, is ignored, so they never need cancelling.
@@ -23,6 +24,8 @@ pub(crate) enum Timer {
     RevokeDeadline(QueueKey, Epoch),
     /// A request's response deadline: `(connection, opaque)`.
     Request(u64, i32),
+    /// A connection still opening by then has failed.
+    Connect(ConnId),
     /// Redeliver messages whose reconsume delay has passed.
     Redeliver,
     /// Orderly: renew every owned queue's lock.

@@ -202,6 +202,8 @@ pub struct World {
     /// Send-backs in flight, by connection and opaque: the body they carry.
     send_backs: BTreeMap<(ConnKey, i32), Bytes>,
     key_addr: BTreeMap<ConnKey, String>,
+    /// Connections the consumers asked for, by address.
+    opened: BTreeMap<String, usize>,
     restarted_at: BTreeMap<String, Instant>,
     deliveries: u64,
     to_produce: usize,
@@ -235,6 +237,7 @@ impl World {
             poison: BTreeSet::new(),
             send_backs: BTreeMap::new(),
             key_addr: BTreeMap::new(),
+            opened: BTreeMap::new(),
             restarted_at: BTreeMap::new(),
             deliveries: 0,
             to_produce: config.messages,
@@ -603,6 +606,7 @@ impl World {
     fn on_output(&mut self, i: usize, output: Output) {
         match output {
             Output::Connect { conn, addr } => {
+                *self.opened.entry(addr.clone()).or_default() += 1;
                 self.next_key += 1;
                 let key = self.next_key;
                 let at = self.now + self.latency();
@@ -1042,6 +1046,11 @@ fn decode(bytes: &Bytes) -> Command {
 
 /// Hooks for scenario tests that steer the world into one precise situation.
 impl World {
+    /// How many connections the consumers asked to open to `addr` so far.
+    pub fn connections_opened(&self, addr: &str) -> usize {
+        self.opened.get(addr).copied().unwrap_or(0)
+    }
+
     /// The origin of the virtual clock.
     pub fn epoch(&self) -> Instant {
         self.epoch

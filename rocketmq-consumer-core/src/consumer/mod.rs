@@ -276,22 +276,7 @@ impl Consumer {
 
     /// The connection `conn` failed to open, or was lost.
     pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId) {
-        let retry_at = now + self.config.reconnect_backoff;
-        let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
-            return;
-        };
-        for pending in self.requests.lost_on(conn) {
-            self.answer(now, pending, Err(FailureReason::Disconnected));
-        }
-        // A broker that restarted forgot its locks, and this is all we see of a restart.
-        self.lose_leases_on(now, &addr);
-        // A lost broker may have left its routes (a master gone, its slave to read from now):
-        // look soon rather than at the next 30 s refresh. While it stays away this repeats at
-        // most every few seconds, as its reconnects fail.
-        if self.cluster.is_broker(&addr) && self.lifecycle == Lifecycle::Running {
-            self.timers
-                .reset_earlier(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
-        }
+        self.connection_lost(now, conn);
         self.after_input(now);
     }
 
@@ -303,6 +288,7 @@ impl Consumer {
         if command.is_response() {
             match self.requests.answered(conn, command.opaque) {
                 Answered::Ours(pending) => {
+                    self.conns.answered(conn);
                     // Answered: its deadline timer would only be dead weight in the queue.
                     self.timers
                         .remove(pending.deadline, Timer::Request(conn.0, command.opaque));
@@ -497,7 +483,16 @@ impl Consumer {
             }
             Timer::Request(_, opaque) => {
                 if let Some(pending) = self.requests.expired(opaque, now) {
+                    let conn = pending.conn;
                     self.answer(now, pending, Err(FailureReason::Timeout));
+                    if self.conns.timed_out(conn) >= self.config.close_after_timeouts {
+                        self.drop_connection(now, conn);
+                    }
+                }
+            }
+            Timer::Connect(conn) => {
+                if self.conns.is_opening(conn) {
+                    self.drop_connection(now, conn);
                 }
             }
             Timer::LockRenew => {
@@ -565,6 +560,11 @@ impl Consumer {
                 conn
             }
             Route::Queued(conn) => conn,
+            Route::Opening(conn) => {
+                self.timers
+                    .set(now + self.config.connect_timeout, Timer::Connect(conn));
+                conn
+            }
             Route::Unavailable => {
                 let pending = Pending {
                     conn: ConnId(0),
@@ -593,8 +593,15 @@ impl Consumer {
     fn oneway(&mut self, now: Instant, addr: &str, command: Command) {
         let mut command = command.oneway();
         command.opaque = self.requests.next_opaque();
-        if let (Route::Send(conn), Some(command)) = self.conns.route(now, addr, command) {
-            self.outputs.push_back(Output::Send { conn, command });
+        match self.conns.route(now, addr, command) {
+            (Route::Send(conn), Some(command)) => {
+                self.outputs.push_back(Output::Send { conn, command });
+            }
+            (Route::Opening(conn), _) => {
+                self.timers
+                    .set(now + self.config.connect_timeout, Timer::Connect(conn));
+            }
+            _ => {}
         }
     }
 
@@ -687,6 +694,34 @@ impl Consumer {
     }
 
     // ----- helpers -----
+
+    /// `conn` is gone: its requests fail, its address waits `reconnect_backoff`, a lost
+    /// broker's leases lapse and the routes are looked at soon.
+    fn connection_lost(&mut self, now: Instant, conn: ConnId) {
+        let retry_at = now + self.config.reconnect_backoff;
+        let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
+            return;
+        };
+        for pending in self.requests.lost_on(conn) {
+            self.answer(now, pending, Err(FailureReason::Disconnected));
+        }
+        // A broker that restarted forgot its locks, and this is all we see of a restart.
+        self.lose_leases_on(now, &addr);
+        // A lost broker may have left its routes (a master gone, its slave to read from now):
+        // look soon rather than at the next 30 s refresh. While it stays away this repeats at
+        // most every few seconds, as its reconnects fail.
+        if self.cluster.is_broker(&addr) && self.lifecycle == Lifecycle::Running {
+            self.timers
+                .reset_earlier(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
+        }
+    }
+
+    /// Gives up on `conn` (it did not open in time, or stopped answering): the driver closes
+    /// it, and it is lost as if the peer had closed it; the next request opens a new one.
+    fn drop_connection(&mut self, now: Instant, conn: ConnId) {
+        self.outputs.push_back(Output::Close { conn });
+        self.connection_lost(now, conn);
+    }
 
     fn after_input(&mut self, now: Instant) {
         if self.lifecycle == Lifecycle::Draining && self.drained() {

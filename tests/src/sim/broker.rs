@@ -43,6 +43,8 @@ pub(crate) struct SimBroker {
     pub(crate) name: String,
     pub(crate) addr: String,
     pub(crate) down: bool,
+    /// Hung: its connections stay open, and it neither reads nor answers anything.
+    pub(crate) silent: bool,
     pub(crate) store: Store,
     pub(crate) groups: ConsumerGroups,
     /// `(group, topic, queue id)` -> committed offset (`ConsumerOffsetManager`); survives
@@ -63,6 +65,7 @@ impl SimBroker {
             name: name.to_owned(),
             addr: format!("{name}:{BROKER_PORT}"),
             down: false,
+            silent: false,
             store: Store::new(store_host),
             groups: ConsumerGroups::default(),
             offsets: BTreeMap::new(),

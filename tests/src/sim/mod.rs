@@ -388,6 +388,9 @@ impl SimCluster {
                     .handle(&self.brokers, &self.config, &mut self.out, conn, command);
             }
             Some(Endpoint::Broker(name)) => {
+                if self.is_broker_silent(&name) {
+                    return;
+                }
                 self.with_broker(now, &name, |broker, env| broker.handle(env, conn, command));
             }
         }
@@ -407,9 +410,35 @@ impl SimCluster {
             .min()
     }
 
-    /// The next command for a client: a response, or a broker-initiated oneway request.
+    /// The next command for a client: a response, or a broker-initiated oneway request. A
+    /// silent broker's are swallowed.
     pub fn poll_output(&mut self) -> Option<(ConnKey, Command)> {
-        self.out.pop_command()
+        loop {
+            let (conn, command) = self.out.pop_command()?;
+            let silent = match self.conns.get(&conn) {
+                Some(Endpoint::Broker(name)) => self.is_broker_silent(name),
+                _ => false,
+            };
+            if !silent {
+                return Some((conn, command));
+            }
+        }
+    }
+
+    /// Makes `broker` hang (`silent`: its connections stay open and it reads and answers
+    /// nothing, a stopped process or a half-open link) or wakes it up; what it was asked
+    /// meanwhile is lost.
+    ///
+    /// # Panics
+    ///
+    /// When there is no such broker.
+    pub fn set_broker_silent(&mut self, broker: &str, silent: bool) {
+        self.broker_mut(broker).silent = silent;
+    }
+
+    /// Whether `broker` is hung.
+    pub fn is_broker_silent(&self, broker: &str) -> bool {
+        self.brokers.get(broker).is_some_and(|b| b.silent)
     }
 
     /// The next connection the cluster closed, for the world to report to the client.
