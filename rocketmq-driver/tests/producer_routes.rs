@@ -252,11 +252,16 @@ fn send_to(plan: &mut SendPlan, routes: &mut Routes, now: Instant) -> String {
     }
 }
 
+/// A plan for a message of `T` with `retries`, an empty route cache, and the start time.
+fn fresh_plan(retries: u32) -> (SendPlan, Routes, Instant) {
+    let now = Instant::now();
+    let plan = SendPlan::new(&two_name_servers(retries), prepared(None), now);
+    (plan, Routes::new(Duration::from_secs(30)), now)
+}
+
 #[test]
 fn a_send_asks_the_name_servers_in_turn_then_sends() {
-    let now = Instant::now();
-    let mut routes = Routes::new(Duration::from_secs(30));
-    let mut plan = SendPlan::new(&two_name_servers(2), prepared(None), now);
+    let (mut plan, mut routes, now) = fresh_plan(2);
     assert_eq!(
         look_up(&mut plan, &mut routes, now),
         ("ns-0:9876".into(), "T".into())
@@ -284,9 +289,7 @@ fn a_send_asks_the_name_servers_in_turn_then_sends() {
 
 #[test]
 fn a_topic_nobody_has_goes_where_the_default_topic_lives() {
-    let now = Instant::now();
-    let mut routes = Routes::new(Duration::from_secs(30));
-    let mut plan = SendPlan::new(&two_name_servers(0), prepared(None), now);
+    let (mut plan, mut routes, now) = fresh_plan(0);
     look_up(&mut plan, &mut routes, now);
     let unknown = Command::response(ResponseCode::TOPIC_NOT_EXIST, 1);
     plan.handle_answer(&mut routes, now, Ok(unknown));

@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use consumer_core::{ConsumeOutcome, Delivery, DeliveryId, Event, MessageQueue, QueueStats};
+use consumer_core::{
+    ConsumeOutcome, Delivery, DeliveryId, Event, MessageQueue, QueueStats, RequestId,
+};
 use proto::message::Message;
 use proto::{RequestCode, ResponseCode};
 
@@ -155,4 +157,29 @@ pub fn assert_caches_within(world: &World, i: usize, bound: usize) -> Vec<QueueS
         );
     }
     queues
+}
+
+/// What the application's commit `request` by node `i` answered, and when: the one
+/// `Event::CommitDone` carrying its id (the test fails without exactly one).
+pub fn commit_done(
+    world: &World,
+    i: usize,
+    request: RequestId,
+) -> (Instant, Vec<(MessageQueue, i64)>, Vec<MessageQueue>) {
+    let done: Vec<_> = world.nodes[i]
+        .events
+        .iter()
+        .filter_map(|(at, e)| match e {
+            Event::CommitDone {
+                request: id,
+                committed,
+                unconfirmed,
+            } if *id == request => Some((*at, committed.clone(), unconfirmed.clone())),
+            _ => None,
+        })
+        .collect();
+    match <[_; 1]>::try_from(done) {
+        Ok([done]) => done,
+        Err(done) => panic!("one CommitDone for {request:?}: {done:?}"),
+    }
 }

@@ -218,7 +218,7 @@ impl Consumer {
     /// b = 'x'`), which the broker evaluates. Brokers filter SQL92 only with
     /// `enablePropertyFilter=true` (off by default); the first broker of the topic is asked
     /// (`CHECK_CLIENT_CONFIG`, as Java's consumer asks at start), and a refusal drops the
-    /// subscription with [`Event::SubscriptionRejected`].
+    /// subscription with [`Event::SubscriptionRejected`](crate::Event::SubscriptionRejected).
     pub fn subscribe_sql92(
         &mut self,
         now: Instant,
@@ -337,7 +337,7 @@ impl Consumer {
 
     /// Starts a graceful shutdown: no new pulls or deliveries; in-flight deliveries, and failed
     /// messages being sent back, get up to `shutdown_drain_timeout`; then offsets are committed, the client unregisters, and
-    /// [`Event::Closed`] reports what happened.
+    /// [`Event::Closed`](crate::Event::Closed) reports what happened.
     pub fn shutdown(&mut self, now: Instant) {
         if self.lifecycle != Lifecycle::Running {
             return;

@@ -8,9 +8,10 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use proto::headers::{GetMaxOffsetRequest, GetMinOffsetRequest, SearchOffsetRequest};
+use proto::headers::{GetMaxOffsetRequest, GetMinOffsetRequest};
 use proto::{Command, MessageQueue, RequestCode};
 
+use super::pulling::search_offset_command;
 use super::{Consumer, Lifecycle, PendingKind, Phase};
 use crate::config::{ConfigError, ConsumeMode, MessageModel};
 use crate::output::{Event, FailureReason, Output, Polled, RequestId};
@@ -283,13 +284,7 @@ impl Consumer {
         unix_ms: i64,
     ) -> RequestId {
         let request = self.app_answers.next_id();
-        let header = SearchOffsetRequest {
-            topic: mq.topic().to_owned(),
-            queue_id: mq.queue_id(),
-            timestamp: unix_ms,
-            boundary_type: None,
-        };
-        let command = Command::request(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);
+        let command = search_offset_command(mq, unix_ms);
         match self.master_addr(mq.broker_name()) {
             Some(addr) => {
                 self.request(

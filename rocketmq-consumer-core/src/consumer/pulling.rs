@@ -7,7 +7,7 @@ use proto::headers::{
     GetMaxOffsetRequest, PullMessageRequest, QueryConsumerOffsetRequest, SearchOffsetRequest,
     pull_sys_flag,
 };
-use proto::{Command, RequestCode, ResponseCode};
+use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
 use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey, RETRY_TOPIC_PREFIX};
 use crate::config::{ConsumeFrom, MessageModel};
@@ -79,13 +79,7 @@ impl Consumer {
                 self.request(now, &addr, request, PendingKind::MaxOffset(key, epoch));
             }
             (ConsumeFrom::Timestamp(ms), false) => {
-                let header = SearchOffsetRequest {
-                    topic: mq.topic().to_owned(),
-                    queue_id: mq.queue_id(),
-                    timestamp: ms,
-                    boundary_type: None,
-                };
-                let request = Command::request(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);
+                let request = search_offset_command(&mq, ms);
                 self.request(now, &addr, request, PendingKind::SearchOffset(key, epoch));
             }
         }
@@ -225,6 +219,21 @@ impl Consumer {
         let outcome = pull::interpret(&response, offset, subscription, &self.retry_topic);
         let mq = state.mq.clone();
         state.phase = Phase::Idle;
+        // Nothing new, or nothing matching, is an empty find: the position moves on alike.
+        let outcome = match outcome {
+            PullOutcome::NoMessages {
+                next_offset,
+                max_offset,
+                suggested_broker,
+            } => PullOutcome::Found {
+                messages: Vec::new(),
+                next_offset,
+                max_offset,
+                suggested_broker,
+                corrupt: None,
+            },
+            other => other,
+        };
         match outcome {
             PullOutcome::Found {
                 messages,
@@ -238,6 +247,7 @@ impl Consumer {
                 state.pull_broker_id = suggested_broker;
                 self.queues.change_cache(key, |pq| {
                     if messages.is_empty() {
+                        // Java's correctTagsOffset: with nothing cached, the offset may move on.
                         pq.advance_empty(next_offset);
                     } else {
                         pq.put(messages);
@@ -251,19 +261,6 @@ impl Consumer {
                 } else {
                     self.pull_next(now, key, epoch);
                 }
-            }
-            PullOutcome::NoMessages {
-                next_offset,
-                max_offset,
-                suggested_broker,
-            } => {
-                state.next_offset = next_offset;
-                state.max_offset = max_offset;
-                state.pull_broker_id = suggested_broker;
-                // Java's correctTagsOffset: with nothing cached, the offset may move on.
-                self.queues
-                    .change_cache(key, |pq| pq.advance_empty(next_offset));
-                self.pull_next(now, key, epoch);
             }
             PullOutcome::OffsetMoved { next_offset } => {
                 self.outputs.push_back(Output::Event(Event::OffsetMoved {
@@ -279,6 +276,8 @@ impl Consumer {
                 let (key, epoch) = self.insert_queue(mq, Some(next_offset), lease);
                 self.try_pull(now, key, epoch);
             }
+            // Made an empty `Found` above.
+            PullOutcome::NoMessages { .. } => {}
             PullOutcome::BrokerBusy => {
                 self.timers.set(
                     now + self.config.broker_flow_control_backoff,
@@ -342,4 +341,15 @@ impl Consumer {
             total_bytes: c.max_cached_bytes_total,
         }
     }
+}
+
+/// `SEARCH_OFFSET_BY_TIMESTAMP`: the first offset of `mq` stored at or after `unix_ms`.
+pub(super) fn search_offset_command(mq: &MessageQueue, unix_ms: i64) -> Command {
+    let header = SearchOffsetRequest {
+        topic: mq.topic().to_owned(),
+        queue_id: mq.queue_id(),
+        timestamp: unix_ms,
+        boundary_type: None,
+    };
+    Command::request(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header)
 }

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use consumer_core::{ConsumeMode, Event, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use consumer_core::{ConsumeMode, MessageQueue};
+use rocketmq_tests::scenario::{GROUP, TOPIC, commit_done, quiet_config};
 use rocketmq_tests::world::World;
 
 #[test]
@@ -34,23 +34,9 @@ fn commits_to_one_broker_wait_for_each_other() {
     while world.poll(0, 32).is_some() {}
 
     let asked = world.now;
-    let events_before = world.nodes[0].events.len();
     let id = world.nodes[0].consumer.commit(asked);
     world.run_until(asked + Duration::from_secs(2));
-    let done: Vec<_> = world.nodes[0].events[events_before..]
-        .iter()
-        .filter_map(|(at, e)| match e {
-            Event::CommitDone {
-                request,
-                committed,
-                unconfirmed,
-            } if *request == id => Some((*at, committed.clone(), unconfirmed.clone())),
-            _ => None,
-        })
-        .collect();
-    let [(at, committed, unconfirmed)] = done.as_slice() else {
-        panic!("one CommitDone for the commit: {done:?}");
-    };
+    let (at, committed, unconfirmed) = commit_done(&world, 0, id);
     for queue in &queues {
         assert!(
             committed.contains(&(queue.clone(), 3)),
@@ -61,9 +47,9 @@ fn commits_to_one_broker_wait_for_each_other() {
     // Four commits to broker-a one after the other take four round trips (each at least
     // 100 ms); sent together they would all be answered after one.
     assert!(
-        *at - asked >= Duration::from_millis(400),
+        at - asked >= Duration::from_millis(400),
         "each commit waited for the answer before it: answered after {:?}",
-        *at - asked
+        at - asked
     );
     for queue in &queues {
         assert_eq!(

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumeMode, Event, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use rocketmq_tests::scenario::{GROUP, TOPIC, commit_done, quiet_config};
 use rocketmq_tests::world::World;
 
 #[test]
@@ -46,7 +46,6 @@ fn commit_stores_the_taken_position_and_reports_the_confirmation() {
     );
 
     let asked = world.now;
-    let events_before = world.nodes[0].events.len();
     let id = world.nodes[0].consumer.commit(asked);
     world.run_until(asked + Duration::from_millis(500));
     assert_eq!(
@@ -55,25 +54,12 @@ fn commit_stores_the_taken_position_and_reports_the_confirmation() {
         "the position taken (offset 5 is cached, not taken)"
     );
     assert_eq!(world.cluster.committed_offset(GROUP, &b), Some(0));
-    let done: Vec<_> = world.nodes[0].events[events_before..]
-        .iter()
-        .filter_map(|(at, e)| match e {
-            Event::CommitDone {
-                request,
-                committed,
-                unconfirmed,
-            } if *request == id => Some((*at, committed.clone(), unconfirmed.clone())),
-            _ => None,
-        })
-        .collect();
-    let [(at, committed, unconfirmed)] = done.as_slice() else {
-        panic!("one CommitDone for the commit: {done:?}");
-    };
+    let (at, committed, unconfirmed) = commit_done(&world, 0, id);
     assert!(committed.contains(&(a.clone(), 5)), "{committed:?}");
     assert!(
-        *at - asked >= Duration::from_millis(100),
+        at - asked >= Duration::from_millis(100),
         "reported on the brokers' confirmations, a round trip later: {:?}",
-        *at - asked
+        at - asked
     );
     assert_eq!(
         committed.len(),
