@@ -619,23 +619,16 @@ impl Consumer {
             let Some(key) = self.queues.next_turn() else {
                 break;
             };
-            let Some(state) = self.queues.get(key) else {
-                continue;
-            };
             // Orderly: one batch of a queue at a time, and only under a valid lease; the queue
             // comes back to the turns when its batch completes or its suspension ends.
-            if state.phase == Phase::Revoking
-                || (orderly && (state.pq().is_busy() || (leased && !state.lease_valid(now))))
-            {
-                self.queues.not_ready(key);
-                continue;
-            }
-            let (queue, epoch) = (state.mq.clone(), state.epoch);
             let batch = self.config.consume_batch_size;
-            let messages = self
-                .queues
-                .change_cache(key, |pq| pq.take_ready(batch))
-                .unwrap_or_default();
+            let taken = self.queues.take_turn(key, batch, |state| {
+                state.phase != Phase::Revoking
+                    && !(orderly && (state.pq().is_busy() || (leased && !state.lease_valid(now))))
+            });
+            let Some((queue, epoch, messages)) = taken else {
+                continue;
+            };
             if messages.is_empty() {
                 continue;
             }
@@ -668,6 +661,7 @@ impl Consumer {
             self.counters.stale_completions += 1;
             return;
         };
+        let revoking = state.phase == Phase::Revoking;
         if leased && !state.lease_valid(now) {
             // The lease lapsed while the batch ran: someone else may own the queue now.
             self.counters.stale_completions += 1;
@@ -679,8 +673,11 @@ impl Consumer {
         self.queues.change_cache(key, |pq| pq.ack(done));
         if !failed.is_empty() {
             self.retry_failed(now, key, epoch, failed, outcome);
+            self.after_queue_change(now, key);
+        } else if revoking {
+            // Acknowledging does not change the phase: no need to look the queue up again.
+            self.maybe_finish_revoke(now, key);
         }
-        self.after_queue_change(now, key);
     }
 
     /// Finishes a revoke that waited for queue `key`'s cache to change.

@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::time::Instant;
 
 use proto::MessageQueue;
+use proto::message::Message;
 
 use crate::id::{Epoch, QueueKey};
 use crate::queue::ProcessQueue;
@@ -268,6 +269,32 @@ impl QueueTable {
             .copied()?;
         self.last_served = key;
         Some(key)
+    }
+
+    /// Queue `key`'s turn: when `servable` says it may be served now, up to `max` of its ready
+    /// messages are marked in flight and returned with the queue and its epoch (none when
+    /// nothing is ready); otherwise the queue leaves the turns. One lookup, as this runs for
+    /// every delivery. Taking leaves the totals as they are: taken messages stay cached until
+    /// acknowledged.
+    pub(crate) fn take_turn(
+        &mut self,
+        key: QueueKey,
+        max: usize,
+        servable: impl FnOnce(&QueueState) -> bool,
+    ) -> Option<(MessageQueue, Epoch, Vec<Message>)> {
+        let Some(state) = self.by_key.get_mut(&key) else {
+            self.ready.remove(&key);
+            return None;
+        };
+        if !servable(state) {
+            self.ready.remove(&key);
+            return None;
+        }
+        let messages = state.pq.take_ready(max);
+        if !state.pq.has_ready() {
+            self.ready.remove(&key);
+        }
+        Some((state.mq.clone(), state.epoch, messages))
     }
 
     /// Marks queue `key` ready (it has messages to deliver again).
