@@ -9,7 +9,9 @@ use proto::{Command, ResponseCode};
 /// What one pull response means for its queue.
 #[derive(Debug)]
 pub enum PullOutcome {
-    /// Messages (after the client-side tag re-check; maybe none survived it).
+    /// Messages (after the client-side tag re-check; maybe none survived it). Nothing new
+    /// (`PULL_NOT_FOUND`) or nothing matching (`PULL_RETRY_IMMEDIATELY`) is a find of none:
+    /// the position moves on alike.
     Found {
         /// The messages to cache, in offset order.
         messages: Vec<Message>,
@@ -21,15 +23,6 @@ pub enum PullOutcome {
         suggested_broker: i64,
         /// A record failed to decode: its error, and the offset to pull again from.
         corrupt: Option<(String, i64)>,
-    },
-    /// Nothing new (`PULL_NOT_FOUND`) or nothing matching (`PULL_RETRY_IMMEDIATELY`).
-    NoMessages {
-        /// Where the next pull starts.
-        next_offset: i64,
-        /// The queue's max offset.
-        max_offset: i64,
-        /// The broker id to pull from next.
-        suggested_broker: i64,
     },
     /// The requested offset is illegal (`PULL_OFFSET_MOVED`); continue at `next_offset`.
     OffsetMoved {
@@ -133,10 +126,12 @@ pub fn interpret(
         ResponseCode::PULL_OFFSET_MOVED => PullOutcome::OffsetMoved {
             next_offset: header.next_begin_offset,
         },
-        _ => PullOutcome::NoMessages {
+        _ => PullOutcome::Found {
+            messages: Vec::new(),
             next_offset: header.next_begin_offset,
             max_offset: header.max_offset,
             suggested_broker: header.suggest_which_broker_id,
+            corrupt: None,
         },
     }
 }
@@ -228,7 +223,7 @@ mod tests {
                 None,
                 "r"
             ),
-            PullOutcome::NoMessages { next_offset: 7, .. }
+            PullOutcome::Found { ref messages, next_offset: 7, corrupt: None, .. } if messages.is_empty()
         ));
         assert!(matches!(
             interpret(
@@ -237,7 +232,7 @@ mod tests {
                 None,
                 "r"
             ),
-            PullOutcome::NoMessages { next_offset: 9, .. }
+            PullOutcome::Found { ref messages, next_offset: 9, corrupt: None, .. } if messages.is_empty()
         ));
         assert!(matches!(
             interpret(

@@ -51,7 +51,7 @@ impl std::fmt::Display for Ended {
 /// Splits `stream`, passes each frame read to `on_frame` and writes the frames `queued`
 /// yields, until either side stops; returns why.
 pub(crate) async fn run(
-    stream: impl AsyncRead + AsyncWrite + Unpin,
+    stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
     queued: mpsc::UnboundedReceiver<Bytes>,
     on_frame: impl FnMut(Command) -> ControlFlow<()>,
 ) -> Ended {
@@ -93,47 +93,29 @@ pub(crate) fn frames(
     })
 }
 
-/// Writes the frames `queued` yields to `writer` until a write fails or every sender is gone;
-/// returns why.
-pub(crate) async fn write_all(
-    writer: impl AsyncWrite + Unpin,
-    queued: mpsc::UnboundedReceiver<Bytes>,
-) -> Ended {
-    write_frames(writer, queued).await
-}
-
-/// Decodes frames from `reader` and passes each to `on_frame`, until the stream ends or fails,
-/// carries something that is not a frame, or `on_frame` breaks; returns why.
+/// Passes each frame read from `reader` ([`frames`]) to `on_frame`, until the stream ends or
+/// fails, carries something that is not a frame, or `on_frame` breaks; returns why.
 async fn read_frames(
-    mut reader: impl AsyncRead + Unpin,
+    reader: impl AsyncRead + Unpin + Send + 'static,
     mut on_frame: impl FnMut(Command) -> ControlFlow<()>,
 ) -> Ended {
-    let mut decoder = FrameDecoder::default();
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    let mut chunk = vec![0; READ_CHUNK];
-    loop {
-        loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(command)) => {
-                    if on_frame(command).is_break() {
-                        return Ended::Stopped;
-                    }
+    let mut frames = Box::pin(frames(reader));
+    while let Some(read) = frames.next().await {
+        match read {
+            Ok(command) => {
+                if on_frame(command).is_break() {
+                    return Ended::Stopped;
                 }
-                Ok(None) => break,
-                Err(e) => return Ended::BadFrame(e),
             }
-        }
-        match reader.read(&mut chunk).await {
-            Ok(0) => return Ended::ByPeer,
-            Err(e) => return Ended::Read(e),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(ended) => return ended,
         }
     }
+    Ended::ByPeer
 }
 
 /// Writes queued frames, flushing once the queue is empty, until a write fails or every sender
 /// is gone (then it closes the writer); returns why.
-async fn write_frames(
+pub(crate) async fn write_frames(
     mut writer: impl AsyncWrite + Unpin,
     mut queued: mpsc::UnboundedReceiver<Bytes>,
 ) -> Ended {

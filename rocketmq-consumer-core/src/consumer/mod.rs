@@ -53,7 +53,7 @@ use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 use local_offsets::LocalOffsets;
 use queues::{Phase, QueueTable, Start};
-use requests::{Answered, Pending, PendingKind, Requests};
+use requests::{Pending, PendingKind, Requests};
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
 pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
@@ -287,14 +287,14 @@ impl Consumer {
         }
         if command.is_response() {
             match self.requests.answered(conn, command.opaque) {
-                Answered::Ours(pending) => {
+                Some(pending) => {
                     self.conns.answered(conn);
                     // Answered: its deadline timer would only be dead weight in the queue.
                     self.timers
                         .remove(pending.deadline, Timer::Request(conn.0, command.opaque));
                     self.answer(now, pending, Ok(command))
                 }
-                Answered::Unknown => self.counters.unknown_responses += 1,
+                None => self.counters.unknown_responses += 1,
             }
         } else {
             self.handle_request(now, conn, command);

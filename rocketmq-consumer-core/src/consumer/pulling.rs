@@ -219,21 +219,6 @@ impl Consumer {
         let outcome = pull::interpret(&response, offset, subscription, &self.retry_topic);
         let mq = state.mq.clone();
         state.phase = Phase::Idle;
-        // Nothing new, or nothing matching, is an empty find: the position moves on alike.
-        let outcome = match outcome {
-            PullOutcome::NoMessages {
-                next_offset,
-                max_offset,
-                suggested_broker,
-            } => PullOutcome::Found {
-                messages: Vec::new(),
-                next_offset,
-                max_offset,
-                suggested_broker,
-                corrupt: None,
-            },
-            other => other,
-        };
         match outcome {
             PullOutcome::Found {
                 messages,
@@ -276,8 +261,6 @@ impl Consumer {
                 let (key, epoch) = self.insert_queue(mq, Some(next_offset), lease);
                 self.try_pull(now, key, epoch);
             }
-            // Made an empty `Found` above.
-            PullOutcome::NoMessages { .. } => {}
             PullOutcome::BrokerBusy => {
                 self.timers.set(
                     now + self.config.broker_flow_control_backoff,

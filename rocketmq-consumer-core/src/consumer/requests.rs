@@ -112,14 +112,6 @@ impl Default for Requests {
     }
 }
 
-/// How an answer on a connection relates to the requests in flight.
-pub(crate) enum Answered {
-    /// It answers this request, now ended.
-    Ours(Pending),
-    /// No request of ours on that connection has its opaque.
-    Unknown,
-}
-
 impl Requests {
     /// A fresh opaque (positive, wrapping before `i32::MAX`).
     pub(crate) fn next_opaque(&mut self) -> i32 {
@@ -133,16 +125,14 @@ impl Requests {
         self.pending.insert(opaque, pending);
     }
 
-    /// The request a response with `opaque` on `conn` answers. The same opaque on another
-    /// connection is not ours: the request stays in flight.
-    pub(crate) fn answered(&mut self, conn: ConnId, opaque: i32) -> Answered {
-        match self.pending.get(&opaque) {
-            Some(p) if p.conn == conn => self
-                .pending
-                .remove(&opaque)
-                .map_or(Answered::Unknown, Answered::Ours),
-            _ => Answered::Unknown,
+    /// Ends and returns the request a response with `opaque` on `conn` answers; `None` when
+    /// no request of ours on that connection has the opaque (the same opaque on another
+    /// connection is not ours: that request stays in flight).
+    pub(crate) fn answered(&mut self, conn: ConnId, opaque: i32) -> Option<Pending> {
+        if self.pending.get(&opaque)?.conn != conn {
+            return None;
         }
+        self.pending.remove(&opaque)
     }
 
     /// Ends request `opaque` if its deadline has passed at `now`.

@@ -81,7 +81,7 @@ impl<R: Runtime> Conns<R> {
             // Stops when a write fails or the driver drops the sender; a failure is reported
             // (the driver ignores the report of a connection it already closed or lost).
             let write = async move {
-                connection::write_all(writer, queued).await;
+                connection::write_frames(writer, queued).await;
                 let _ = inputs.unbounded_send(Input::Lost(conn));
             };
             runtime.spawn(Box::pin(Abortable::new(write, registration).map(drop)));
