@@ -396,6 +396,9 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
 
         /// The IP address in the client id (see `PushConsumerBuilder::client_ip`).
         client_ip;
+
+        /// The instance name in the client id (see `PushConsumerBuilder::instance_name`).
+        instance_name;
     }
 
     /// Calls `observer` with every [`Event`] the consumer reports, on the driver task: it must

@@ -127,6 +127,7 @@ impl<R: Runtime> std::fmt::Debug for PushConsumerBuilder<R> {
             .field("config", &self.setup.config)
             .field("subscriptions", &self.setup.subscriptions)
             .field("client_ip", &self.setup.client_ip)
+            .field("instance_name", &self.setup.instance_name)
             .field("offset_dir", &self.setup.offset_dir)
             .finish()
     }
@@ -171,6 +172,12 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// address the system would use to reach that name server. It only names this client to the
         /// brokers; uniqueness comes from the `pid#start_nanos` that follows it.
         client_ip;
+
+        /// The instance name in the client id (`ip@instance`), as Java's
+        /// `ClientConfig.setInstanceName`. By default `pid#start_nanos`, unique per process. Two
+        /// members of one group must never share a client id: set it only to something unique,
+        /// such as a pod name. An empty name fails `build`.
+        instance_name;
 
         /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
         /// cache limits, intervals...). The consume mode is set by the `start_*` method.

@@ -23,6 +23,8 @@ pub(crate) struct Setup {
     /// `(topic, expression, is SQL92)`.
     pub(crate) subscriptions: Vec<(String, String, bool)>,
     pub(crate) client_ip: Option<String>,
+    /// The instance name in the client id (`pid#start_nanos` when `None`).
+    pub(crate) instance_name: Option<String>,
     /// Broadcasting: the directory of the offset files (the default when `None`).
     pub(crate) offset_dir: Option<PathBuf>,
 }
@@ -43,6 +45,7 @@ impl Setup {
             config: ConsumerConfig::new(group, Vec::new()),
             subscriptions: Vec::new(),
             client_ip: None,
+            instance_name: None,
             offset_dir: None,
         }
     }
@@ -91,6 +94,10 @@ impl Setup {
         self.client_ip = Some(ip.into());
     }
 
+    pub(crate) fn instance_name(&mut self, name: impl Into<String>) {
+        self.instance_name = Some(name.into());
+    }
+
     pub(crate) fn configure(&mut self, adjust: impl FnOnce(&mut ConsumerConfig)) {
         adjust(&mut self.config);
     }
@@ -120,8 +127,17 @@ impl Setup {
                 .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ns| local_ip(ns))
                 .to_string()
         });
-        let instance =
-            consumer_core::default_instance_name(std::process::id(), since_epoch.as_nanos());
+        let instance = match &self.instance_name {
+            // ClientConfig.setInstanceName takes any string; an empty one would leave the id
+            // ending in `@`, which no broker tool can tell apart from a missing name.
+            Some(name) if name.is_empty() => {
+                return Err(ConfigError("the instance name is empty".to_owned()));
+            }
+            Some(name) => name.clone(),
+            None => {
+                consumer_core::default_instance_name(std::process::id(), since_epoch.as_nanos())
+            }
+        };
         Ok(Checked {
             client_id: consumer_core::client_id(&ip, &instance),
             setup: self,
@@ -304,6 +320,12 @@ macro_rules! setup_setters {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] client_ip(ip: impl Into<String>));
         $crate::setup::setup_setters!($($rest)*);
     };
+    ($(#[$doc:meta])* instance_name; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] instance_name(
+            name: impl Into<String>
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
     ($(#[$doc:meta])* configure; $($rest:tt)*) => {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] configure(
             adjust: impl FnOnce(&mut consumer_core::ConsumerConfig)
@@ -320,3 +342,47 @@ macro_rules! setup_setters {
     };
 }
 pub(crate) use setup_setters;
+
+#[cfg(test)]
+mod tests {
+    use super::Setup;
+
+    fn setup() -> Setup {
+        let mut setup = Setup::new("group".to_owned());
+        setup.name_server("127.0.0.1:9876");
+        setup.subscribe("topic", "*");
+        setup.client_ip("10.0.0.7");
+        setup
+    }
+
+    /// A set instance name replaces `pid#start_nanos` in the client id, as Java's
+    /// `ClientConfig.setInstanceName` does.
+    #[test]
+    fn instance_name_names_the_client() {
+        let mut named = setup();
+        named.instance_name("pod-3");
+        let checked = named.check().expect("a named setup checks");
+        assert_eq!(checked.client_id, "10.0.0.7@pod-3");
+
+        let default = setup().check().expect("a default setup checks");
+        let instance = default
+            .client_id
+            .strip_prefix("10.0.0.7@")
+            .expect("the id starts with the ip");
+        assert!(
+            instance.starts_with(&format!("{}#", std::process::id())),
+            "the default instance is pid#nanos: {instance}"
+        );
+    }
+
+    /// An empty instance name is refused before anything connects.
+    #[test]
+    fn empty_instance_name_is_refused() {
+        let mut named = setup();
+        named.instance_name("");
+        let refused = named
+            .check()
+            .expect_err("an empty instance name is refused");
+        assert!(refused.0.contains("instance name"), "{refused:?}");
+    }
+}
