@@ -153,6 +153,13 @@ pub struct ConsumerConfig {
     /// it is closed and opened again (3): a peer that keeps the socket open but stopped
     /// answering (a hung process, a half-open connection) is not waited on for ever.
     pub close_after_timeouts: u32,
+    /// Credentials for a cluster with ACL: every request to name servers and brokers is signed
+    /// with them, as Java's `AclClientRPCHook` does (`None`, the default: nothing is signed).
+    /// Change them on a running consumer with [`crate::Consumer::set_credentials`].
+    pub credentials: Option<proto::acl::Credentials>,
+    /// The signature's HMAC ([`proto::acl::SignatureAlgorithm::HmacSha1`], the only one Apache's
+    /// brokers check).
+    pub signature_algorithm: proto::acl::SignatureAlgorithm,
     /// Seed of the consumer's only randomness (which name server and broker to ask first).
     pub seed: u64,
 }
@@ -203,6 +210,8 @@ impl ConsumerConfig {
             reconnect_backoff: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(3),
             close_after_timeouts: 3,
+            credentials: None,
+            signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
             seed: 0,
         }
     }

@@ -53,6 +53,7 @@ pub mod producer;
 pub mod pull;
 pub mod queue;
 pub mod rebalance;
+pub mod signer;
 pub mod stats;
 mod timer;
 
@@ -63,6 +64,7 @@ pub use output::{
     ShutdownReport,
 };
 pub use proto::MessageQueue;
+pub use proto::acl::{Credentials, SignatureAlgorithm};
 pub use stats::{ConsumerStats, QueueStats};
 
 /// Java's instance name for a clustering consumer: `pid#startNanos`, unique per process

@@ -151,6 +151,27 @@ pub enum Event {
         /// Why: a response code, or a timeout / lost connection.
         reason: FailureReason,
     },
+    /// A peer refused a request for want of credentials or permission (Java 4.x's ACL, 5.x's
+    /// authentication and authorization, a topic or broker without the permission). Reported
+    /// once, when the refusals start, and again only after the same request to the same peer
+    /// was granted in between; the request is also a [`Event::RequestFailed`] each time, and is
+    /// retried on its usual schedule (never in a tight loop), so fixed credentials
+    /// ([`crate::Consumer::set_credentials`]) or permissions take effect without a restart.
+    AccessDenied {
+        /// The peer.
+        addr: String,
+        /// What was asked.
+        request: &'static str,
+        /// The topic it was about, when it was about one (for group-wide requests, `None`:
+        /// the resource is the group).
+        topic: Option<String>,
+        /// The consumer's group.
+        group: String,
+        /// The peer's code.
+        code: ResponseCode,
+        /// The peer's explanation, which names what was refused.
+        remark: Option<String>,
+    },
     /// Records in a pull response did not decode; the consumer re-pulls from the bad record.
     CorruptMessages {
         /// The queue.

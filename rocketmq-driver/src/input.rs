@@ -29,6 +29,8 @@ pub(crate) enum Input {
     Shutdown,
     /// A lite pull consumer's request.
     Pull(PullCommand),
+    /// The application rotated its ACL credentials.
+    Credentials(Option<consumer_core::Credentials>),
 }
 
 /// What a lite pull consumer asks of its driver. Every command but `Take` first answers a

@@ -49,8 +49,8 @@ pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
 pub use consumer_core::{
-    ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, Event, FailureReason, MessageQueue,
-    ShutdownReport,
+    ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, Credentials, Event, FailureReason,
+    MessageQueue, ShutdownReport, SignatureAlgorithm,
 };
 pub use control::{CommitReport, ControlError};
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder};
@@ -63,9 +63,9 @@ pub use runtime::{BoxFuture, Runtime};
 pub mod prelude {
     pub use crate::{
         CommitReport, ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, ControlError,
-        DriverStopped, Event, FailureReason, Message, MessageQueue, ProducerConfig,
+        Credentials, DriverStopped, Event, FailureReason, Message, MessageQueue, ProducerConfig,
         ProducerMessage, RunningConsumer, Runtime, SendError, SendResult, SendStatus,
-        ShutdownReport,
+        ShutdownReport, SignatureAlgorithm,
     };
 }
 

@@ -93,6 +93,12 @@ impl<R: Runtime> LitePullConsumer<R> {
         &self.client_id
     }
 
+    /// Signs every request from now on with `credentials` (`None`: unsigned), so rotated ACL
+    /// keys take effect without a restart.
+    pub fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
+        self.spawned.set_credentials(credentials);
+    }
+
     /// The queues the consumer reads now (subscribe mode: its share after rebalance; assign
     /// mode: the assigned ones).
     pub async fn assignment(&mut self) -> Result<Vec<MessageQueue>, ControlError> {
@@ -399,6 +405,9 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
 
         /// The instance name in the client id (see `PushConsumerBuilder::instance_name`).
         instance_name;
+
+        /// Credentials for a cluster with ACL (see `PushConsumerBuilder::credentials`).
+        credentials;
     }
 
     /// Calls `observer` with every [`Event`] the consumer reports, on the driver task: it must

@@ -15,6 +15,7 @@ use consumer_core::producer::{
     Prepared, ProducerConfig, ProducerMessage, Routes, SendError, SendPlan, SendResult, Step,
     UniqueIds,
 };
+use consumer_core::signer::Signer;
 
 use crate::client::{CallError, Clients, lock};
 use crate::runtime::Runtime;
@@ -61,6 +62,8 @@ struct Inner<R: Runtime> {
 struct State {
     routes: Routes,
     ids: UniqueIds,
+    /// Signs each send's requests (the configuration's credentials until rotated).
+    signer: Signer,
 }
 
 impl<R: Runtime> Producer<R> {
@@ -118,6 +121,12 @@ impl<R: Runtime> Producer<R> {
         self.inner.deliver(prepared).await
     }
 
+    /// Signs every send started from now on with `credentials` (`None`: unsigned), for this
+    /// producer and its clones, so rotated ACL keys take effect without a restart.
+    pub fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
+        lock(&self.inner.state).signer.set_credentials(credentials);
+    }
+
     /// Closes the connections of this producer and its clones. Sends in flight fail with
     /// [`SendError::Disconnected`] (their messages may have been stored), later ones with
     /// [`SendError::Closed`]. Dropping the last clone closes the connections too.
@@ -131,7 +140,9 @@ impl<R: Runtime> Inner<R> {
     /// Carries out `prepared`'s [`SendPlan`]: the core decides every lookup, target, retry and
     /// when to give up; this moves the requests and answers.
     async fn deliver(&self, prepared: Prepared) -> Result<SendResult, SendError> {
-        let mut plan = SendPlan::new(&self.config, prepared, self.runtime.now());
+        let signer = lock(&self.state).signer.clone();
+        let mut plan =
+            SendPlan::new(&self.config, prepared, self.runtime.now()).signed_with(signer);
         // Held across a route lookup, so a burst of sends to a new topic asks once.
         let mut fetching = None;
         loop {
@@ -233,6 +244,16 @@ impl<R: Runtime> ProducerBuilder<R> {
         self
     }
 
+    /// Credentials for a cluster with ACL (Java's `AclClientRPCHook`): every route lookup and
+    /// send is signed with them. A send the brokers refuse for them fails with a
+    /// [`SendError::Refused`] whose [`SendError::is_access_denied`] is true. Rotate them with
+    /// [`Producer::set_credentials`].
+    #[must_use]
+    pub fn credentials(mut self, credentials: consumer_core::Credentials) -> Self {
+        self.config.credentials = Some(credentials);
+        self
+    }
+
     /// Checks the configuration and creates the producer (nothing is connected until the first
     /// send).
     pub fn build(self) -> Result<Producer<R>, ConfigError> {
@@ -266,6 +287,10 @@ impl<R: Runtime> ProducerBuilder<R> {
                 state: Mutex::new(State {
                     routes: Routes::new(self.config.route_ttl),
                     ids,
+                    signer: Signer::new(
+                        self.config.credentials.clone(),
+                        self.config.signature_algorithm,
+                    ),
                 }),
                 config: self.config,
                 fetching: futures_util::lock::Mutex::new(()),

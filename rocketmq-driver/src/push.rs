@@ -179,6 +179,12 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// such as a pod name. An empty name fails `build`.
         instance_name;
 
+        /// Credentials for a cluster with ACL (Java's `AclClientRPCHook`): every request to the
+        /// name servers and brokers is signed with them. Without, nothing is signed. Rotate
+        /// them on the running consumer with `set_credentials`; a refused request is reported
+        /// as `Event::AccessDenied` and retried on its usual schedule.
+        credentials;
+
         /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
         /// cache limits, intervals...). The consume mode is set by the `start_*` method.
         configure;
@@ -215,6 +221,12 @@ impl RunningConsumer {
     /// The client id brokers know this consumer by.
     pub fn client_id(&self) -> &str {
         &self.client_id
+    }
+
+    /// Signs every request from now on with `credentials` (`None`: unsigned), so rotated ACL
+    /// keys take effect without a restart. Requests already sent keep their signature.
+    pub fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
+        self.spawned.set_credentials(credentials);
     }
 
     /// Shuts down gracefully: no new pulls or deliveries; in-flight handlers get up to

@@ -98,6 +98,10 @@ impl Setup {
         self.instance_name = Some(name.into());
     }
 
+    pub(crate) fn credentials(&mut self, credentials: consumer_core::Credentials) {
+        self.config.credentials = Some(credentials);
+    }
+
     pub(crate) fn configure(&mut self, adjust: impl FnOnce(&mut ConsumerConfig)) {
         adjust(&mut self.config);
     }
@@ -211,6 +215,12 @@ pub(crate) struct Spawned {
 }
 
 impl Spawned {
+    /// Signs every request from now on with `credentials` (`None`: unsigned).
+    pub(crate) fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
+        // A stopped driver has nothing left to sign.
+        let _ = self.inputs.unbounded_send(Input::Credentials(credentials));
+    }
+
     /// Asks for a graceful shutdown and waits for its report.
     pub(crate) async fn shutdown(&mut self) -> Result<ShutdownReport, DriverStopped> {
         let _ = self.inputs.unbounded_send(Input::Shutdown);
@@ -323,6 +333,12 @@ macro_rules! setup_setters {
     ($(#[$doc:meta])* instance_name; $($rest:tt)*) => {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] instance_name(
             name: impl Into<String>
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* credentials; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] credentials(
+            credentials: consumer_core::Credentials
         ));
         $crate::setup::setup_setters!($($rest)*);
     };

@@ -6,7 +6,8 @@
 //! - [`ext`], [`headers`]: typed request and response headers carried in `extFields`;
 //! - [`message`]: the stored-message records of a pull response, and send encodings;
 //! - [`json`], [`body`]: the JSON bodies, tolerant of fastjson's non-standard output;
-//! - [`MessageQueue`].
+//! - [`MessageQueue`];
+//! - [`acl`]: ACL request signing, as Java's `AclClientRPCHook` does it.
 //!
 //! Nothing here performs I/O, and no input makes it panic: every malformed byte becomes an
 //! error value.
@@ -32,6 +33,7 @@
 
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::indexing_slicing))]
 
+pub mod acl;
 pub mod body;
 pub mod code;
 pub mod command;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use consumer_core::{
-    ConnId, ConsumeFrom, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Delivery,
-    DeliveryId, Event, MessageModel, Output, Polled, ShutdownReport,
+    ConnId, ConsumeFrom, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Credentials,
+    Delivery, DeliveryId, Event, MessageModel, Output, Polled, ShutdownReport,
 };
 use proto::headers::SendMessageRequestV2;
 use proto::{
@@ -59,7 +59,15 @@ pub struct WorldConfig {
     pub faults: bool,
     /// Adjusts each consumer's configuration.
     pub consumer_config: fn(ConsumerConfig) -> ConsumerConfig,
+    /// ACL on: brokers accept only requests signed as [`SIM_ACCESS_KEY`] with
+    /// [`SIM_SECRET_KEY`], and every consumer has those credentials.
+    pub acl: bool,
 }
+
+/// The access key of the simulated cluster's one ACL user.
+pub const SIM_ACCESS_KEY: &str = "sim-access-key";
+/// Its secret key.
+pub const SIM_SECRET_KEY: &str = "sim-secret-key";
 
 impl WorldConfig {
     /// A small cluster (2 brokers x 2 queues), 2 consumers, 60 messages, faults on.
@@ -81,6 +89,7 @@ impl WorldConfig {
             max_reconsume_times: None,
             faults: true,
             consumer_config: |c| c,
+            acl: false,
         }
     }
 }
@@ -90,8 +99,10 @@ impl WorldConfig {
     /// concurrent clustering; the same with poisoned messages and `max_reconsume_times` 2
     /// (dead-letter path); orderly clustering with poisoned messages; broadcasting with
     /// poisoned messages. Every other round of four delivers batches of 3 messages instead of 1.
+    /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those.
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
+        config.acl = seed % 3 == 2;
         if (seed / 4) % 2 == 1 {
             config.consumer_config = |mut c| {
                 c.consume_batch_size = 3;
@@ -218,6 +229,9 @@ impl World {
         sim.seed = config.seed;
         let mut cluster = SimCluster::new(sim);
         cluster.create_topic(&config.topic, config.queues_per_broker);
+        if config.acl {
+            cluster.require_signatures(SIM_ACCESS_KEY, SIM_SECRET_KEY);
+        }
         let mut world = Self {
             now: epoch,
             epoch,
@@ -1072,6 +1086,9 @@ impl World {
         config.consume_mode = self.config.mode;
         config.message_model = self.config.model;
         config.max_reconsume_times = self.config.max_reconsume_times;
+        if self.config.acl {
+            config.credentials = Some(Credentials::new(SIM_ACCESS_KEY, SIM_SECRET_KEY));
+        }
         let config = adjust((self.config.consumer_config)(config));
         let unix_ms = self.cluster.wall_millis(self.now);
         let mut consumer = Consumer::new(

@@ -1,6 +1,8 @@
 //! The consumer core against the simulated cluster (`rocketmq_tests::world`), one scenario per
 //! module, all in one test binary: each module's doc says what it pins. No broker needed.
 
+#[path = "core/access_denied_until_credentials_fixed.rs"]
+mod access_denied_until_credentials_fixed;
 #[path = "core/broadcast_gives_up.rs"]
 mod broadcast_gives_up;
 #[path = "core/broadcast_local_offsets.rs"]

@@ -24,6 +24,9 @@ impl Consumer {
         if pending.kind.is_commit() {
             self.send_next_commit(now, &pending.addr);
         }
+        if let Ok(response) = &answer {
+            self.note_access(&pending, response);
+        }
         let Pending {
             addr, kind, sent, ..
         } = pending;
@@ -213,6 +216,31 @@ impl Consumer {
                 }
             },
         }
+    }
+
+    /// Keeps [`AccessDenials`](super::access::AccessDenials) up to date with `response`, and
+    /// reports a refusal that is news.
+    fn note_access(&mut self, pending: &Pending, response: &Command) {
+        let name = pending.kind.name();
+        if !super::access::is_access_refusal(response) {
+            self.access.granted(&pending.addr, name);
+            return;
+        }
+        if !self.access.refused(&pending.addr, name) {
+            return;
+        }
+        let topic = match pending.kind.topic() {
+            Ok(topic) => topic.map(str::to_owned),
+            Err(key) => self.queues.get(key).map(|s| s.mq.topic().to_owned()),
+        };
+        self.outputs.push_back(Output::Event(Event::AccessDenied {
+            addr: pending.addr.clone(),
+            request: name,
+            topic,
+            group: self.config.group.clone(),
+            code: response.response_code(),
+            remark: response.remark.clone(),
+        }));
     }
 
     /// Reports a failed request (the consumer retries on its own).

@@ -17,6 +17,7 @@
 //! `broker_request` (what brokers ask of us), `poll` (the poll-mode API) and `shutdown`.
 //! The rules themselves are pure functions of their own modules (`rebalance`, `queue`, `pull`).
 
+mod access;
 mod answer;
 mod app_answers;
 mod assignment;
@@ -46,6 +47,7 @@ pub(crate) use crate::id::{Epoch, QueueKey};
 use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
 };
+use crate::signer::Signer;
 use crate::stats::{ConsumerStats, QueueStats};
 use crate::timer::{Timer, TimerQueue};
 use app_answers::AppAnswers;
@@ -97,6 +99,10 @@ pub struct Consumer {
     unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
     resends: BTreeMap<(Instant, u64), send_back::SendBack>,
+    /// Signs each request as it is handed out.
+    signer: Signer,
+    /// Requests refused for want of permission, each reported once.
+    access: access::AccessDenials,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,
@@ -162,6 +168,8 @@ impl Consumer {
             released: false,
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
+            signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
+            access: access::AccessDenials::default(),
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
             report: ShutdownReport::default(),
@@ -361,7 +369,20 @@ impl Consumer {
         if let Some((conn, addr)) = self.conns.to_open.pop_front() {
             return Some(Output::Connect { conn, addr });
         }
-        self.outputs.pop_front()
+        let mut output = self.outputs.pop_front()?;
+        // Signed on the way out, so a command queued before a credentials change carries the
+        // new ones.
+        if let Output::Send { command, .. } = &mut output {
+            self.signer.sign(command);
+        }
+        Some(output)
+    }
+
+    /// Signs every request handed out from now on with `credentials` (`None`: unsigned), so
+    /// rotated keys take effect without a restart; requests already sent keep their
+    /// signature.
+    pub fn set_credentials(&mut self, credentials: Option<proto::acl::Credentials>) {
+        self.signer.set_credentials(credentials);
     }
 
     /// When `handle_timeout` should next be called.

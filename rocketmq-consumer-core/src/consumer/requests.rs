@@ -66,6 +66,26 @@ pub(crate) enum PendingKind {
 }
 
 impl PendingKind {
+    /// The topic the request is about, or the queue whose topic it is (looked up by the
+    /// caller); `None` for group-wide requests.
+    pub(crate) fn topic(&self) -> Result<Option<&str>, QueueKey> {
+        match self {
+            Self::Route(topic) | Self::ConsumerList(topic) | Self::CheckClient(topic) => {
+                Ok(Some(topic))
+            }
+            Self::FinalCommit(queue, _) | Self::Search(_, queue) | Self::Commit { queue, .. } => {
+                Ok(Some(queue.topic()))
+            }
+            Self::SendBack(back) => Ok(Some(back.queue.topic())),
+            Self::QueryOffset(key, _)
+            | Self::MaxOffset(key, _)
+            | Self::SearchOffset(key, _)
+            | Self::Pull { key, .. }
+            | Self::SeekBound { key, .. } => Err(*key),
+            Self::Heartbeat | Self::Unregister | Self::Lock(_) | Self::Unlock => Ok(None),
+        }
+    }
+
     /// A confirmed `UPDATE_CONSUMER_OFFSET`, one at a time per broker (see [`Requests::hold_commit`]).
     pub(crate) fn is_commit(&self) -> bool {
         matches!(self, Self::Commit { .. } | Self::FinalCommit(..))

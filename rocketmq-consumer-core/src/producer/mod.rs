@@ -71,6 +71,11 @@ pub struct ProducerConfig {
     pub route_ttl: Duration,
     /// The largest body (sum of bodies for a batch) sent (`maxMessageSize`, 4 MiB).
     pub max_message_size: usize,
+    /// Credentials for a cluster with ACL: every route lookup and send is signed with them
+    /// (`None`, the default: nothing is signed).
+    pub credentials: Option<proto::acl::Credentials>,
+    /// The signature's HMAC (SHA1, the only one Apache's brokers check).
+    pub signature_algorithm: proto::acl::SignatureAlgorithm,
 }
 
 impl ProducerConfig {
@@ -83,6 +88,8 @@ impl ProducerConfig {
             retries: 2,
             route_ttl: Duration::from_secs(30),
             max_message_size: 4 * 1024 * 1024,
+            credentials: None,
+            signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
         }
     }
 

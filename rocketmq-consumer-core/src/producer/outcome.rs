@@ -91,3 +91,16 @@ pub enum SendError {
     #[error("the producer is closed")]
     Closed,
 }
+
+impl SendError {
+    /// Whether a peer refused for want of credentials or permission (ACL): retrying with the
+    /// same credentials will not help.
+    pub fn is_access_denied(&self) -> bool {
+        match self {
+            Self::Refused { code, remark, .. } => {
+                crate::signer::is_access_refusal(*code, Some(remark))
+            }
+            _ => false,
+        }
+    }
+}

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use proto::Command;
 
+use crate::signer::Signer;
+
 use super::{
     Attempts, DEFAULT_TOPIC, Prepared, ProducerConfig, Retry, Routes, SendError, SendResult,
     Target, default_route_from_response, route_from_response, route_request,
@@ -66,6 +68,7 @@ pub struct SendPlan {
     /// The last name server failure, reported if no route can be had at all.
     lookup_error: Option<SendError>,
     stage: Stage,
+    signer: Signer,
 }
 
 impl SendPlan {
@@ -80,7 +83,16 @@ impl SendPlan {
             use_cached: false,
             lookup_error: None,
             stage: Stage::Start,
+            signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
         }
+    }
+
+    /// Signs this send's requests with `signer` instead of the configuration's credentials
+    /// (a producer whose credentials were rotated since it was built).
+    #[must_use]
+    pub fn signed_with(mut self, signer: Signer) -> Self {
+        self.signer = signer;
+        self
     }
 
     /// When the send gives up: every request of it is bounded by this.
@@ -93,8 +105,17 @@ impl SendPlan {
         &self.prepared
     }
 
-    /// What to do next, given the route cache at `now`.
+    /// What to do next, given the route cache at `now`. Requests come signed when there are
+    /// credentials.
     pub fn next_step(&mut self, routes: &mut Routes, now: Instant) -> Step {
+        let mut step = self.unsigned_step(routes, now);
+        if let Step::LookUp { command, .. } | Step::Send { command, .. } = &mut step {
+            self.signer.sign(command);
+        }
+        step
+    }
+
+    fn unsigned_step(&mut self, routes: &mut Routes, now: Instant) -> Step {
         let topic = self.prepared.topic().to_owned();
         loop {
             match &mut self.stage {

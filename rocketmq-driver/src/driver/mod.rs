@@ -156,6 +156,7 @@ impl<R: Runtime> Io<R> {
                 consumer.shutdown(now);
             }
             Input::Pull(command) => self.pull_command(consumer, now, command),
+            Input::Credentials(credentials) => consumer.set_credentials(credentials),
         }
     }
 

@@ -78,7 +78,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use proto::body::{SubscriptionData, TopicRouteData};
 use proto::message::property;
-use proto::{Command, LanguageCode, MessageQueue};
+use proto::{Command, LanguageCode, MessageQueue, ResponseCode, acl};
 
 use broker::SimBroker;
 use clock::Clock;
@@ -199,6 +199,10 @@ pub struct SimCluster {
     unique_counter: u64,
     /// Responses clients sent to broker-initiated requests, in arrival order.
     client_responses: Vec<(ConnKey, Command)>,
+    /// ACL: the one user brokers accept, `(access key, secret key)`; `None`: no checks.
+    acl: Option<(String, String)>,
+    /// Requests brokers refused for a missing or wrong signature.
+    refused_unsigned: u64,
 }
 
 impl SimCluster {
@@ -229,6 +233,8 @@ impl SimCluster {
             time: None,
             unique_counter: 0,
             client_responses: Vec::new(),
+            acl: None,
+            refused_unsigned: 0,
             config,
         }
     }
@@ -391,6 +397,10 @@ impl SimCluster {
                 if self.is_broker_silent(&name) {
                     return;
                 }
+                if !self.signed_by_user(&command) {
+                    self.refuse_unsigned(conn, &command);
+                    return;
+                }
                 self.with_broker(now, &name, |broker, env| broker.handle(env, conn, command));
             }
         }
@@ -423,6 +433,40 @@ impl SimCluster {
                 return Some((conn, command));
             }
         }
+    }
+
+    /// Makes every broker check each request's ACL signature (Java's `PlainAccessValidator`):
+    /// only `access_key` signing with `secret_key` is let through; anything else is refused
+    /// with `NO_PERMISSION` (a oneway request is dropped unanswered, as a broker does). The
+    /// name server checks nothing, as 4.x's does not.
+    pub fn require_signatures(&mut self, access_key: &str, secret_key: &str) {
+        self.acl = Some((access_key.to_owned(), secret_key.to_owned()));
+    }
+
+    /// Requests brokers refused so far for a missing or wrong signature.
+    pub fn refused_unsigned(&self) -> u64 {
+        self.refused_unsigned
+    }
+
+    fn signed_by_user(&self, command: &Command) -> bool {
+        let Some((access_key, secret_key)) = &self.acl else {
+            return true;
+        };
+        command.ext_fields.get(acl::ACCESS_KEY) == Some(access_key.as_str())
+            && acl::verify(command, secret_key, acl::SignatureAlgorithm::HmacSha1)
+    }
+
+    fn refuse_unsigned(&mut self, conn: ConnKey, command: &Command) {
+        self.refused_unsigned += 1;
+        if command.is_oneway() {
+            return;
+        }
+        let mut refusal = Command::response(ResponseCode::NO_PERMISSION, command.opaque);
+        refusal.remark = Some(match command.ext_fields.get(acl::ACCESS_KEY) {
+            None => "No accessKey is configured".to_owned(),
+            Some(_) => "Check signature failed for accessKey".to_owned(),
+        });
+        self.out.send(conn, refusal);
     }
 
     /// Makes `broker` hang (`silent`: its connections stay open and it reads and answers

@@ -5,7 +5,8 @@
 //! (each is consumed or dead-lettered after exactly `max_reconsume_times + 1` deliveries),
 //! caches stay bounded, no committed offset passes an unconsumed message, orderly deliveries
 //! hold the broker lock, never overlap and never skip ahead, broadcasting reaches every
-//! member, and each queue ends with exactly one owner (every member, broadcasting).
+//! member, and each queue ends with exactly one owner (every member, broadcasting). Every
+//! third seed runs with the brokers checking ACL signatures, and none may be refused.
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=s` runs only seed `s`.
 
@@ -28,6 +29,11 @@ fn seeded_fault_schedules_lose_nothing() {
         let mut world = World::new(WorldConfig::rotating(*seed));
         world.run();
         world.shutdown_all();
+        assert_eq!(
+            world.cluster.refused_unsigned(),
+            0,
+            "seed {seed}: with ACL on, every request the brokers saw was signed"
+        );
         deliveries += world.deliveries();
     }
     println!("{} seeds, {deliveries} deliveries", seeds.len());
