@@ -1,4 +1,4 @@
-//! One-shot admin requests to the name server.
+//! One-shot admin requests to the name server and the brokers of a [`Cluster`].
 
 use std::time::Duration;
 
@@ -12,6 +12,38 @@ use crate::blocking::{BlockingClient, ClientError};
 /// How long one admin request may take.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The cluster an admin command talks to: its name server, and the credentials requests are
+/// signed with when it has ACL.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// The name server's address (`host:port`).
+    pub namesrv: String,
+    /// ACL credentials (`None`: requests go unsigned). Their `Debug` hides the secret.
+    pub credentials: Option<driver::Credentials>,
+}
+
+impl Cluster {
+    /// The cluster behind `namesrv`, without ACL.
+    pub fn new(namesrv: impl Into<String>) -> Self {
+        Self {
+            namesrv: namesrv.into(),
+            credentials: None,
+        }
+    }
+
+    /// The same, signing requests with `credentials`.
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Option<driver::Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// A connection to `addr` (the name server or a broker) signing as this cluster's user.
+    pub fn connect(&self, addr: &str) -> Result<BlockingClient, ClientError> {
+        Ok(BlockingClient::connect(addr, TIMEOUT)?.signed(self.credentials.clone()))
+    }
+}
+
 /// Why an admin request failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -20,7 +52,7 @@ pub enum AdminError {
     #[error(transparent)]
     Client(#[from] ClientError),
     /// The peer answered with an error code.
-    #[error("{code}: {remark}")]
+    #[error("{}{code}: {remark}", access_denied_prefix(*code, remark))]
     Refused {
         /// The response code.
         code: ResponseCode,
@@ -30,6 +62,15 @@ pub enum AdminError {
     /// The peer's body did not decode.
     #[error("bad response body: {0}")]
     Body(String),
+}
+
+/// Names an ACL refusal as one, so the one line `rmq` prints says what went wrong.
+fn access_denied_prefix(code: ResponseCode, remark: &str) -> &'static str {
+    if driver::is_access_refusal(code, Some(remark)) {
+        "access denied (check --access-key/--secret-key and the user's permissions): "
+    } else {
+        ""
+    }
 }
 
 fn expect_success(response: Command) -> Result<Command, AdminError> {
@@ -44,8 +85,8 @@ fn expect_success(response: Command) -> Result<Command, AdminError> {
 }
 
 /// `GET_BROKER_CLUSTER_INFO`: the cluster's brokers, as the name server's JSON text.
-pub fn cluster_info(namesrv: &str) -> Result<serde_json::Value, AdminError> {
-    let mut client = BlockingClient::connect(namesrv, TIMEOUT)?;
+pub fn cluster_info(cluster: &Cluster) -> Result<serde_json::Value, AdminError> {
+    let mut client = cluster.connect(&cluster.namesrv)?;
     let request =
         Command::request_with_fields(RequestCode::GET_BROKER_CLUSTER_INFO, ExtFields::new());
     let response = expect_success(client.call(request, TIMEOUT)?)?;
@@ -53,8 +94,8 @@ pub fn cluster_info(namesrv: &str) -> Result<serde_json::Value, AdminError> {
 }
 
 /// `GET_ROUTEINFO_BY_TOPIC`: the route of `topic`.
-pub fn route(namesrv: &str, topic: &str) -> Result<TopicRouteData, AdminError> {
-    let mut client = BlockingClient::connect(namesrv, TIMEOUT)?;
+pub fn route(cluster: &Cluster, topic: &str) -> Result<TopicRouteData, AdminError> {
+    let mut client = cluster.connect(&cluster.namesrv)?;
     let header = GetRouteInfoRequest {
         topic: topic.to_owned(),
         accept_standard_json_only: Some(true),
@@ -68,8 +109,12 @@ pub fn route(namesrv: &str, topic: &str) -> Result<TopicRouteData, AdminError> {
 
 /// `UPDATE_AND_CREATE_TOPIC` on every master of the cluster, then waits (up to 30 s) until the
 /// name server routes the topic (a new topic takes a few seconds to appear there).
-pub fn create_topic(namesrv: &str, topic: &str, queues: i32) -> Result<TopicRouteData, AdminError> {
-    let info = cluster_info(namesrv)?;
+pub fn create_topic(
+    cluster: &Cluster,
+    topic: &str,
+    queues: i32,
+) -> Result<TopicRouteData, AdminError> {
+    let info = cluster_info(cluster)?;
     let masters: Vec<String> = info
         .get("brokerAddrTable")
         .and_then(|t| t.as_object())
@@ -87,7 +132,7 @@ pub fn create_topic(namesrv: &str, topic: &str, queues: i32) -> Result<TopicRout
     }
     for addr in &masters {
         let header = proto::headers::CreateTopicRequest::new(topic, queues);
-        let mut client = BlockingClient::connect(addr, TIMEOUT)?;
+        let mut client = cluster.connect(addr)?;
         expect_success(client.call(
             Command::request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header),
             TIMEOUT,
@@ -95,7 +140,7 @@ pub fn create_topic(namesrv: &str, topic: &str, queues: i32) -> Result<TopicRout
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        match route(namesrv, topic) {
+        match route(cluster, topic) {
             Ok(route) => return Ok(route),
             Err(AdminError::Refused {
                 code: ResponseCode::TOPIC_NOT_EXIST,
@@ -126,12 +171,16 @@ pub struct QueueOffsets {
 }
 
 /// The broker offset range, the group's committed offset and the lag of every queue of `topic`.
-pub fn offsets(namesrv: &str, group: &str, topic: &str) -> Result<Vec<QueueOffsets>, AdminError> {
+pub fn offsets(
+    cluster: &Cluster,
+    group: &str,
+    topic: &str,
+) -> Result<Vec<QueueOffsets>, AdminError> {
     use proto::headers::{
         GetMaxOffsetRequest, GetMaxOffsetResponse, GetMinOffsetRequest, GetMinOffsetResponse,
         QueryConsumerOffsetRequest, QueryConsumerOffsetResponse,
     };
-    let route = route(namesrv, topic)?;
+    let route = route(cluster, topic)?;
     let mut clients: std::collections::BTreeMap<String, BlockingClient> = Default::default();
     let mut out = Vec::new();
     for queue in route.subscribe_queues(topic) {
@@ -141,9 +190,7 @@ pub fn offsets(namesrv: &str, group: &str, topic: &str) -> Result<Vec<QueueOffse
             .to_owned();
         let client = match clients.entry(addr.clone()) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(BlockingClient::connect(&addr, TIMEOUT)?)
-            }
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(cluster.connect(&addr)?),
         };
         let (topic, queue_id) = (queue.topic().to_owned(), queue.queue_id());
         let min: GetMinOffsetResponse = header_of(expect_success(client.call(

@@ -8,7 +8,8 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use proto::{Command, FrameDecoder, HeaderEncoding, ResponseCode, frame};
+use driver::Credentials;
+use proto::{Command, FrameDecoder, HeaderEncoding, ResponseCode, acl, frame};
 
 /// What can go wrong talking to a peer.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,8 @@ pub struct BlockingClient {
     buf: BytesMut,
     next_opaque: i32,
     encoding: HeaderEncoding,
+    /// ACL: requests are signed with these (Java's `AclClientRPCHook`).
+    credentials: Option<Credentials>,
 }
 
 impl BlockingClient {
@@ -69,7 +72,15 @@ impl BlockingClient {
             buf: BytesMut::with_capacity(64 * 1024),
             next_opaque: 1,
             encoding: HeaderEncoding::Json,
+            credentials: None,
         })
+    }
+
+    /// Signs later requests with `credentials` (`None`: unsigned), for clusters with ACL.
+    #[must_use]
+    pub fn signed(mut self, credentials: Option<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
     }
 
     /// Uses `encoding` for the headers of later requests.
@@ -117,7 +128,15 @@ impl BlockingClient {
 
     fn send(&mut self, command: &Command) -> Result<(), ClientError> {
         let mut out = BytesMut::new();
-        frame::encode(command, self.encoding, &mut out)?;
+        match &self.credentials {
+            // Answers to the broker's requests go unsigned, as Java's hook leaves them.
+            Some(credentials) if !command.is_response() => {
+                let mut signed = command.clone();
+                acl::sign(&mut signed, credentials, acl::SignatureAlgorithm::HmacSha1);
+                frame::encode(&signed, self.encoding, &mut out)?;
+            }
+            _ => frame::encode(command, self.encoding, &mut out)?,
+        }
         self.stream
             .write_all(&out)
             .map_err(|source| ClientError::Io {

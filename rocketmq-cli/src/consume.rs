@@ -42,8 +42,8 @@ impl std::str::FromStr for RuntimeKind {
 /// What to consume.
 #[derive(Clone, Debug)]
 pub struct ConsumeOptions {
-    /// Name server address.
-    pub namesrv: String,
+    /// The cluster: its name server, and the ACL credentials when it has ACL.
+    pub cluster: admin::Cluster,
     /// The consumer group.
     pub group: String,
     /// The topic.
@@ -102,24 +102,34 @@ async fn run<R: Runtime>(
     live: Option<&LiveLine>,
     mut emit: impl FnMut(Value),
 ) -> Result<ShutdownReport, String> {
-    let (tx, mut rx) = mpsc::unbounded::<Printed>();
+    let (tx, mut rx) = mpsc::unbounded::<Item>();
     let mut builder = driver::PushConsumer::<R>::builder(options.group.clone())
-        .name_server(options.namesrv.clone())
+        .name_server(options.cluster.namesrv.clone())
         .subscribe(options.topic.clone(), options.expression.clone())
         .consume_from(options.from);
     if options.broadcast {
         builder = builder.broadcasting();
     }
+    if let Some(credentials) = &options.cluster.credentials {
+        builder = builder.credentials(credentials.clone());
+    }
     // Whether the cluster ever gave this consumer a queue, and the last request that failed:
     // a run that never got a queue ends with an error naming that failure, not a quiet exit 0.
     let reach = Arc::new(Reach::default());
     let observed = Arc::clone(&reach);
+    // A refusal ends the run: retrying with the same credentials cannot succeed.
+    let refusals = tx.clone();
     let consumer = builder
         .build()
         .map_err(|e| e.to_string())?
-        .on_event(move |event| observed.observe(event));
+        .on_event(move |event| {
+            observed.observe(event);
+            if let Some(denied) = denial(event) {
+                let _ = refusals.unbounded_send(Item::Denied(denied));
+            }
+        });
     // Messages carry the address of the broker that stored them; the route names it.
-    let mut broker_names = BrokerNames::new(&options.namesrv, &options.topic);
+    let mut broker_names = BrokerNames::new(&options.cluster, &options.topic);
     // Each handler waits for the printer's verdict, so a message that arrives after `--count`
     // was reached is not acknowledged: it is kept (suspended, not sent to the retry topic), its
     // offset is not committed, and the next run gets it.
@@ -129,13 +139,13 @@ async fn run<R: Runtime>(
             let mut outcome = ConsumeOutcome::Success;
             for message in messages {
                 let (verdict, printed) = oneshot::channel();
-                let item = Printed {
+                let item = Item::Message(Printed {
                     json: message_json(&message),
                     store_host: message.store_host().to_string(),
                     queue_id: message.queue_id(),
                     queue_offset: message.queue_offset(),
                     verdict,
-                };
+                });
                 if tx.unbounded_send(item).is_err() {
                     return ConsumeOutcome::Suspend(KEEP);
                 }
@@ -153,6 +163,7 @@ async fn run<R: Runtime>(
     };
     let runtime = R::default();
     let mut seen = 0;
+    let mut denied = None;
     loop {
         if options.count.is_some_and(|count| seen >= count) {
             break;
@@ -167,7 +178,14 @@ async fn run<R: Runtime>(
             }
             None => rx.next().await,
         };
-        let Some(mut item) = next else { break };
+        let mut item = match next {
+            None => break,
+            Some(Item::Denied(what)) => {
+                denied = Some(what);
+                break;
+            }
+            Some(Item::Message(printed)) => printed,
+        };
         if let Some(fields) = item.json.as_object_mut() {
             let name = broker_names.of(&item.store_host);
             fields.insert(
@@ -185,6 +203,9 @@ async fn run<R: Runtime>(
     // Deliveries still queued get no verdict and are redelivered later.
     drop(rx);
     let report = running.shutdown().await.map_err(|e| e.to_string())?;
+    if let Some(denied) = denied {
+        return Err(denied);
+    }
     if seen == 0 && !reach.assigned.load(Ordering::Relaxed) {
         let last = reach
             .last_failure
@@ -194,15 +215,46 @@ async fn run<R: Runtime>(
         return Err(match last {
             Some(failure) => format!(
                 "no queue of {} was ever assigned (name server {}); last failure: {failure}",
-                options.topic, options.namesrv
+                options.topic, options.cluster.namesrv
             ),
             None => format!(
                 "no queue of {} was ever assigned (name server {})",
-                options.topic, options.namesrv
+                options.topic, options.cluster.namesrv
             ),
         });
     }
     Ok(report)
+}
+
+/// What reaches the printing loop: a message, or a refusal that ends the run.
+enum Item {
+    Message(Printed),
+    Denied(String),
+}
+
+/// The one line `rmq consume` ends with when a peer refuses it for want of permission.
+fn denial(event: &driver::Event) -> Option<String> {
+    let driver::Event::AccessDenied {
+        addr,
+        request,
+        topic,
+        group,
+        code,
+        remark,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let resource = match topic {
+        Some(topic) => format!("topic {topic}, group {group}"),
+        None => format!("group {group}"),
+    };
+    Some(format!(
+        "access denied: {request} to {addr} ({resource}) refused with {code}: {} \
+         (check --access-key/--secret-key and the user's permissions)",
+        remark.as_deref().unwrap_or("no reason given")
+    ))
 }
 
 /// What `rmq consume` learns from the consumer's events about reaching the cluster.
@@ -259,8 +311,8 @@ impl LiveLine {
     pub fn start(options: &ConsumeOptions) -> Self {
         let seen = Arc::new(Seen::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let (namesrv, group, topic) = (
-            options.namesrv.clone(),
+        let (cluster, group, topic) = (
+            options.cluster.clone(),
             options.group.clone(),
             options.topic.clone(),
         );
@@ -274,7 +326,7 @@ impl LiveLine {
                     let now = Instant::now();
                     let rate = (count - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
                     last = (now, count);
-                    let lag = lag(&namesrv, &group, &topic, &seen)
+                    let lag = lag(&cluster, &group, &topic, &seen)
                         .map_or_else(|e| format!("? ({e})"), |lag| lag.to_string());
                     progress::draw(&format!("consumed {count} ({rate:.0} msg/s), lag {lag}"));
                 }
@@ -325,15 +377,15 @@ fn sleep_unless_stopped(stop: &AtomicBool, duration: Duration) -> bool {
 
 /// Broker names by address, from the topic's route; read again when an address is new.
 struct BrokerNames {
-    namesrv: String,
+    cluster: admin::Cluster,
     topic: String,
     by_addr: BTreeMap<String, String>,
 }
 
 impl BrokerNames {
-    fn new(namesrv: &str, topic: &str) -> Self {
+    fn new(cluster: &admin::Cluster, topic: &str) -> Self {
         let mut names = Self {
-            namesrv: namesrv.to_owned(),
+            cluster: cluster.clone(),
             topic: topic.to_owned(),
             by_addr: BTreeMap::new(),
         };
@@ -343,7 +395,7 @@ impl BrokerNames {
 
     fn refresh(&mut self) {
         // Without a route the name stays unknown (`null`), which is no reason to stop consuming.
-        if let Ok(route) = admin::route(&self.namesrv, &self.topic) {
+        if let Ok(route) = admin::route(&self.cluster, &self.topic) {
             for broker in route.broker_datas {
                 for addr in broker.broker_addrs.into_values() {
                     self.by_addr.insert(addr, broker.broker_name.clone());
@@ -362,9 +414,14 @@ impl BrokerNames {
 }
 
 /// The lag of the topic for the live line (see [`LiveLine`]).
-fn lag(namesrv: &str, group: &str, topic: &str, seen: &Seen) -> Result<i64, admin::AdminError> {
-    let route = admin::route(namesrv, topic)?;
-    let queues = admin::offsets(namesrv, group, topic)?;
+fn lag(
+    cluster: &admin::Cluster,
+    group: &str,
+    topic: &str,
+    seen: &Seen,
+) -> Result<i64, admin::AdminError> {
+    let route = admin::route(cluster, topic)?;
+    let queues = admin::offsets(cluster, group, topic)?;
     let next = seen.next.lock().unwrap_or_else(PoisonError::into_inner);
     Ok(queues
         .iter()

@@ -21,6 +21,37 @@ struct Cli {
     command: Cmd,
 }
 
+/// Where the cluster is and how to sign in to it: every subcommand that connects takes these.
+#[derive(clap::Args)]
+struct ClusterArgs {
+    /// Name server address; also NAMESRV_ADDR.
+    #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+    namesrv: String,
+    /// ACL access key (also RMQ_ACCESS_KEY): with --secret-key, every request is signed.
+    #[arg(long, env = "RMQ_ACCESS_KEY", requires = "secret_key")]
+    access_key: Option<String>,
+    /// ACL secret key (also RMQ_SECRET_KEY, which keeps it out of `ps`). Never printed.
+    #[arg(
+        long,
+        env = "RMQ_SECRET_KEY",
+        hide_env_values = true,
+        requires = "access_key"
+    )]
+    secret_key: Option<String>,
+}
+
+impl ClusterArgs {
+    fn cluster(self) -> admin::Cluster {
+        let credentials = match (self.access_key, self.secret_key) {
+            (Some(access_key), Some(secret_key)) => {
+                Some(driver::Credentials::new(access_key, secret_key))
+            }
+            _ => None,
+        };
+        admin::Cluster::new(self.namesrv).with_credentials(credentials)
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Decode concatenated frames (a capture) into JSON lines, one per frame.
@@ -40,18 +71,16 @@ enum Cmd {
     },
     /// Print the cluster's brokers (GET_BROKER_CLUSTER_INFO) as JSON.
     Cluster {
-        /// Name server address; also NAMESRV_ADDR.
-        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-        namesrv: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Send messages to a topic, round robin over its queues (or to one queue, in order, with
     /// --sharding-key). Shows a progress bar on a terminal; prints count, rate and errors.
     Produce {
         #[command(flatten)]
         options: produce::ProduceOptions,
-        /// Name server address; also NAMESRV_ADDR.
-        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-        namesrv: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Consume a topic and print one JSON line per message; commits offsets before exiting.
     /// On a terminal, a status line on stderr shows the rate and the lag once a second.
@@ -84,9 +113,8 @@ enum Cmd {
         /// Orderly: one delivery per queue at a time, in order, under the queue's lock.
         #[arg(long)]
         orderly: bool,
-        /// Name server address; also NAMESRV_ADDR.
-        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-        namesrv: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Per queue of a topic: the broker's offset range, the group's committed offset, the lag.
     Offsets {
@@ -96,9 +124,8 @@ enum Cmd {
         /// The topic.
         #[arg(long)]
         topic: String,
-        /// Name server address; also NAMESRV_ADDR.
-        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-        namesrv: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Topic administration.
     Topic {
@@ -109,9 +136,8 @@ enum Cmd {
     Route {
         /// The topic.
         topic: String,
-        /// Name server address; also NAMESRV_ADDR.
-        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-        namesrv: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
 }
 
@@ -124,9 +150,8 @@ enum TopicCmd {
         /// Read and write queues per broker.
         #[arg(long, default_value_t = 4)]
         queues: i32,
-        /// Name server address; also NAMESRV_ADDR.
-        #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-        namesrv: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
 }
 
@@ -209,13 +234,13 @@ fn run(command: Cmd) -> Result<(), String> {
                 return Err(format!("{} (at byte {})", failure.error, failure.offset));
             }
         }
-        Cmd::Cluster { namesrv } => {
-            let info = admin::cluster_info(&namesrv).map_err(|e| e.to_string())?;
+        Cmd::Cluster { cluster } => {
+            let info = admin::cluster_info(&cluster.cluster()).map_err(|e| e.to_string())?;
             writeln!(out, "{info}").map_err(|e| format!("stdout: {e}"))?;
         }
-        Cmd::Produce { options, namesrv } => {
+        Cmd::Produce { options, cluster } => {
             let mut bar = progress::ProgressBar::new(options.count, progress::stderr_is_terminal());
-            let result = produce::produce(&namesrv, &options, |done, errors| {
+            let result = produce::produce(&cluster.cluster(), &options, |done, errors| {
                 bar.update(done, errors);
             });
             bar.finish();
@@ -238,7 +263,7 @@ fn run(command: Cmd) -> Result<(), String> {
             runtime,
             broadcast,
             orderly,
-            namesrv,
+            cluster,
         } => {
             let from = match from.as_str() {
                 "first" => consume::ConsumeFrom::First,
@@ -253,7 +278,7 @@ fn run(command: Cmd) -> Result<(), String> {
                 },
             };
             let options = consume::ConsumeOptions {
-                namesrv,
+                cluster: cluster.cluster(),
                 group,
                 topic,
                 expression: expr,
@@ -289,25 +314,27 @@ fn run(command: Cmd) -> Result<(), String> {
                 TopicCmd::Create {
                     topic,
                     queues,
-                    namesrv,
+                    cluster,
                 },
         } => {
-            let route = admin::create_topic(&namesrv, &topic, queues).map_err(|e| e.to_string())?;
+            let route = admin::create_topic(&cluster.cluster(), &topic, queues)
+                .map_err(|e| e.to_string())?;
             let value = serde_json::to_value(&route).map_err(|e| e.to_string())?;
             writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
         }
         Cmd::Offsets {
             group,
             topic,
-            namesrv,
+            cluster,
         } => {
-            for queue in admin::offsets(&namesrv, &group, &topic).map_err(|e| e.to_string())? {
+            let cluster = cluster.cluster();
+            for queue in admin::offsets(&cluster, &group, &topic).map_err(|e| e.to_string())? {
                 let value = serde_json::to_value(&queue).map_err(|e| e.to_string())?;
                 writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
             }
         }
-        Cmd::Route { topic, namesrv } => {
-            let route = admin::route(&namesrv, &topic).map_err(|e| e.to_string())?;
+        Cmd::Route { topic, cluster } => {
+            let route = admin::route(&cluster.cluster(), &topic).map_err(|e| e.to_string())?;
             let value = serde_json::to_value(&route).map_err(|e| e.to_string())?;
             writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
         }

@@ -19,6 +19,9 @@ pub enum ProduceError {
     /// A send failed in a way every other would (unknown topic, invalid message).
     #[error(transparent)]
     Send(#[from] SendError),
+    /// A peer refused for want of credentials or permission.
+    #[error("access denied: {0} (check --access-key/--secret-key and the user's permissions)")]
+    AccessDenied(SendError),
 }
 
 /// What to send; also `rmq produce`'s arguments (the doc lines are its help).
@@ -110,20 +113,22 @@ fn is_fatal(error: &SendError) -> bool {
     )
 }
 
-/// Sends `options.count` messages through name server `namesrv`, calling `progress(done,
+/// Sends `options.count` messages to `cluster`, calling `progress(done,
 /// errors)` after each. Fails at once on an error every message would meet (unknown topic,
 /// invalid message); other failures are counted and sending goes on.
 pub fn produce(
-    namesrv: &str,
+    cluster: &crate::admin::Cluster,
     options: &ProduceOptions,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<ProduceSummary, ProduceError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let producer = Producer::builder("rmq-producer")
-        .name_server(namesrv)
-        .build()?;
+    let mut builder = Producer::builder("rmq-producer").name_server(cluster.namesrv.clone());
+    if let Some(credentials) = &cluster.credentials {
+        builder = builder.credentials(credentials.clone());
+    }
+    let producer = builder.build()?;
     // A sharding key promises order, which only one send at a time keeps.
     let in_flight = if options.sharding_key.is_some() {
         1
@@ -148,6 +153,9 @@ pub fn produce(
                 Ok(_) => {
                     summary.sent += 1;
                     summary.bytes += len;
+                }
+                Err(error) if error.is_access_denied() => {
+                    return Err(ProduceError::AccessDenied(error));
                 }
                 Err(error) if is_fatal(&error) => return Err(error.into()),
                 Err(error) => {

@@ -48,6 +48,7 @@ mod setup;
 pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
+pub use consumer_core::signer::is_access_refusal;
 pub use consumer_core::{
     ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, Credentials, Event, FailureReason,
     MessageQueue, ShutdownReport, SignatureAlgorithm,

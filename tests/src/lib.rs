@@ -141,7 +141,8 @@ pub fn create_topic(namesrv: &str, broker_addr: &str, topic: &str, queues: i32) 
 
 /// The address of the first broker the name server knows (from `GET_BROKER_CLUSTER_INFO`).
 pub fn any_broker(namesrv: &str) -> String {
-    let info = rmq_cli::admin::cluster_info(namesrv).expect("cluster info");
+    let info =
+        rmq_cli::admin::cluster_info(&rmq_cli::admin::Cluster::new(namesrv)).expect("cluster info");
     let table = info
         .get("brokerAddrTable")
         .and_then(|t| t.as_object())

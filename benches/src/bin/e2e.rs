@@ -65,7 +65,7 @@ fn unix_ms() -> i64 {
 
 fn parent() {
     let namesrv = std::env::var("NAMESRV_ADDR").unwrap_or_else(|_| "127.0.0.1:9876".to_owned());
-    if let Err(e) = rmq_cli::admin::cluster_info(&namesrv) {
+    if let Err(e) = rmq_cli::admin::cluster_info(&rmq_cli::admin::Cluster::new(namesrv.as_str())) {
         eprintln!(
             "e2e: no name server answers at {namesrv} ({e}); start the local cluster with \
              `scripts/broker start`"
@@ -75,8 +75,12 @@ fn parent() {
     let messages: usize = env_or("E2E_MESSAGES", 30_000);
     let size: usize = env_or("E2E_SIZE", 1024);
     let topic = format!("e2e-{}", stamp());
-    let route = rmq_cli::admin::create_topic(&namesrv, &topic, QUEUES)
-        .unwrap_or_else(|e| panic!("create topic {topic}: {e}"));
+    let route = rmq_cli::admin::create_topic(
+        &rmq_cli::admin::Cluster::new(namesrv.as_str()),
+        &topic,
+        QUEUES,
+    )
+    .unwrap_or_else(|e| panic!("create topic {topic}: {e}"));
     let brokers: Vec<&str> = route
         .broker_datas
         .iter()
@@ -89,8 +93,12 @@ fn parent() {
         fill.as_secs_f64(),
         messages as f64 / fill.as_secs_f64()
     );
-    let queues = rmq_cli::admin::offsets(&namesrv, "e2e-probe", &topic)
-        .unwrap_or_else(|e| panic!("offsets of {topic}: {e}"));
+    let queues = rmq_cli::admin::offsets(
+        &rmq_cli::admin::Cluster::new(namesrv.as_str()),
+        "e2e-probe",
+        &topic,
+    )
+    .unwrap_or_else(|e| panic!("offsets of {topic}: {e}"));
     let stored: i64 = queues.iter().map(|q| q.max_offset - q.min_offset).sum();
     assert_eq!(
         stored, messages as i64,
@@ -420,10 +428,16 @@ async fn latency(namesrv: &str) -> Vec<i64> {
     let topic = format!("e2e-latency-{}", stamp());
     {
         let (namesrv, topic) = (namesrv.to_owned(), topic.clone());
-        tokio::task::spawn_blocking(move || rmq_cli::admin::create_topic(&namesrv, &topic, QUEUES))
-            .await
-            .expect("the topic task runs")
-            .unwrap_or_else(|e| panic!("create the latency topic: {e}"));
+        tokio::task::spawn_blocking(move || {
+            rmq_cli::admin::create_topic(
+                &rmq_cli::admin::Cluster::new(namesrv.as_str()),
+                &topic,
+                QUEUES,
+            )
+        })
+        .await
+        .expect("the topic task runs")
+        .unwrap_or_else(|e| panic!("create the latency topic: {e}"));
     }
     let latencies = Arc::new(Mutex::new(Vec::new()));
     let assigned = Arc::new(AtomicU64::new(0));
@@ -595,7 +609,8 @@ fn drain_report(messages: u64, bytes: u64, started: Instant, cpu_before: f64) ->
 /// per queue on one connection per broker, messages decoded and counted, until each queue's
 /// pull reaches the queue's end.
 async fn bare(namesrv: &str, topic: &str) -> Value {
-    let route = rmq_cli::admin::route(namesrv, topic).unwrap_or_else(|e| panic!("route: {e}"));
+    let route = rmq_cli::admin::route(&rmq_cli::admin::Cluster::new(namesrv), topic)
+        .unwrap_or_else(|e| panic!("route: {e}"));
     let mut by_broker: BTreeMap<String, Vec<i32>> = BTreeMap::new();
     for queue in route.subscribe_queues(topic) {
         let addr = route

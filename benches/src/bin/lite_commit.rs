@@ -51,8 +51,12 @@ fn main() {
     let messages = env_or("LITE_MESSAGES", 2_000);
     let runs = env_or("LITE_RUNS", 3).max(1);
     let topic = format!("lite-commit-{}", stamp());
-    rmq_cli::admin::create_topic(&namesrv, &topic, QUEUES)
-        .unwrap_or_else(|e| panic!("create topic {topic} (is the cluster up?): {e}"));
+    rmq_cli::admin::create_topic(
+        &rmq_cli::admin::Cluster::new(namesrv.as_str()),
+        &topic,
+        QUEUES,
+    )
+    .unwrap_or_else(|e| panic!("create topic {topic} (is the cluster up?): {e}"));
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime starts");
     runtime.block_on(async {
         let producer = Producer::builder("lite-commit-fill")

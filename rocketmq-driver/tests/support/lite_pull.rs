@@ -114,8 +114,12 @@ pub(crate) async fn reads_pauses_commits_and_seeks<R: Runtime>(prefix: &str) {
         "the commit covers everything read: {report:?}"
     );
     assert!(report.unconfirmed.is_empty(), "{report:?}");
-    let on_broker = rmq_cli::admin::offsets(&topic.namesrv, &group, &topic.name)
-        .expect("query the group's offsets");
+    let on_broker = rmq_cli::admin::offsets(
+        &rmq_cli::admin::Cluster::new(topic.namesrv.as_str()),
+        &group,
+        &topic.name,
+    )
+    .expect("query the group's offsets");
     assert_eq!(
         on_broker
             .iter()
@@ -235,11 +239,15 @@ pub(crate) async fn commit_and_shutdown_mid_batch<R: Runtime>(prefix: &str) {
             .expect("the consumer's configuration is valid")
     };
     let committed_on_broker = || {
-        rmq_cli::admin::offsets(&topic.namesrv, &group, &topic.name)
-            .expect("query the group's offsets")
-            .iter()
-            .map(|q| q.committed_offset.unwrap_or(0))
-            .sum::<i64>()
+        rmq_cli::admin::offsets(
+            &rmq_cli::admin::Cluster::new(topic.namesrv.as_str()),
+            &group,
+            &topic.name,
+        )
+        .expect("query the group's offsets")
+        .iter()
+        .map(|q| q.committed_offset.unwrap_or(0))
+        .sum::<i64>()
     };
     let rest_of = |sent: &BTreeSet<String>, read: &[String]| -> BTreeSet<String> {
         sent.iter()
@@ -272,7 +280,11 @@ pub(crate) async fn commit_and_shutdown_mid_batch<R: Runtime>(prefix: &str) {
         committed_on_broker(),
         43,
         "shutdown commits what was read, not the unread rest of the batch: {report:?}; {:?}",
-        rmq_cli::admin::offsets(&topic.namesrv, &group, &topic.name)
+        rmq_cli::admin::offsets(
+            &rmq_cli::admin::Cluster::new(topic.namesrv.as_str()),
+            &group,
+            &topic.name
+        )
     );
     let rest = rest_of(&second, &head);
     let mut next = build(true);

@@ -44,8 +44,12 @@ struct Received {
 pub(crate) async fn sharded_sends_keep_per_key_order<R: Runtime>(prefix: &str) {
     let namesrv = namesrv();
     let topic = unique(prefix);
-    rmq_cli::admin::create_topic(&namesrv, &topic, QUEUES as i32)
-        .unwrap_or_else(|e| panic!("create topic {topic}: {e}"));
+    rmq_cli::admin::create_topic(
+        &rmq_cli::admin::Cluster::new(namesrv.as_str()),
+        &topic,
+        QUEUES as i32,
+    )
+    .unwrap_or_else(|e| panic!("create topic {topic}: {e}"));
     let producer = driver::Producer::<R>::builder(unique("producer-test"))
         .name_server(namesrv.clone())
         .build()

@@ -52,7 +52,11 @@ fn refused_then_fixed(credentials: Option<Credentials>, reason: &str) {
         "the refused heartbeat is reported: {denied:?}"
     );
     for ((addr, request), remarks) in &denied {
-        assert_eq!(remarks.len(), 1, "{request} to {addr} reported once: {remarks:?}");
+        assert_eq!(
+            remarks.len(),
+            1,
+            "{request} to {addr} reported once: {remarks:?}"
+        );
         assert!(
             remarks[0].as_deref().is_some_and(|r| r.contains(reason)),
             "{request} to {addr}: the broker's reason is kept: {remarks:?}"

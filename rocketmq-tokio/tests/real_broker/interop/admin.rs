@@ -125,7 +125,12 @@ fn java_admin_commands_reach_our_running_consumer() {
         // exist", Broker2Client.resetOffset), so first the periodic commit (5 s, like Java's
         // persistConsumerOffset) must have reached it.
         wait_for::<TokioRuntime>("the broker holds the group's offsets", || {
-            rmq_cli::admin::offsets(&ns, &group, &topic.name).is_ok_and(|queues| {
+            rmq_cli::admin::offsets(
+                &rmq_cli::admin::Cluster::new(ns.as_str()),
+                &group,
+                &topic.name,
+            )
+            .is_ok_and(|queues| {
                 queues.iter().all(|q| q.committed_offset.is_some())
                     && queues
                         .iter()

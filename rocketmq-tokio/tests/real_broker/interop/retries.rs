@@ -89,8 +89,12 @@ async fn ours_failing_all(
     let report = running.shutdown().await.expect("our consumer shuts down");
     assert!(report.uncommitted.is_empty(), "{report:?}");
     // What the next member of the group starts from: past every message ours sent back.
-    let on_broker = rmq_cli::admin::offsets(&topic.namesrv, group, &topic.name)
-        .expect("query the group's offsets");
+    let on_broker = rmq_cli::admin::offsets(
+        &rmq_cli::admin::Cluster::new(topic.namesrv.as_str()),
+        group,
+        &topic.name,
+    )
+    .expect("query the group's offsets");
     let committed: i64 = on_broker
         .iter()
         .map(|q| q.committed_offset.unwrap_or(0))
@@ -109,8 +113,12 @@ fn committed_everything(topic: &Topic, group: &str) {
     use proto::{Command, RequestCode, ResponseCode};
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let offsets = rmq_cli::admin::offsets(&topic.namesrv, group, &topic.name)
-            .expect("query the group's offsets");
+        let offsets = rmq_cli::admin::offsets(
+            &rmq_cli::admin::Cluster::new(topic.namesrv.as_str()),
+            group,
+            &topic.name,
+        )
+        .expect("query the group's offsets");
         let behind: Vec<_> = offsets
             .iter()
             .filter(|q| q.committed_offset != Some(q.max_offset))
