@@ -1,7 +1,8 @@
 //! The `rmq` binary run as a user runs it, one scenario per module, all in one test binary:
 //! `decode_cli` on the captures in `rocketmq-proto/tests/data` (no broker needed), the others
 //! against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`; they fail, never skip,
-//! without it) or, `consume_unreachable_cluster_fails`, against none.
+//! without it), `secured_cluster` against the cluster with ACL `scripts/test` starts beside it, or,
+//! `consume_unreachable_cluster_fails`, against none.
 
 mod support;
 
@@ -15,3 +16,5 @@ mod decode_cli;
 mod produce_consume_real_broker;
 #[path = "cli/produce_sharded_consume_smol.rs"]
 mod produce_sharded_consume_smol;
+#[path = "cli/secured_cluster.rs"]
+mod secured_cluster;

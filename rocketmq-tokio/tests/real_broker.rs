@@ -28,6 +28,7 @@ mod scenario {
     pub(crate) mod real_broker;
     pub(crate) mod reconsume;
     pub(crate) mod resume_committed;
+    pub(crate) mod secured;
     pub(crate) mod sql92_filter;
     pub(crate) mod tag_filter;
 }
@@ -60,3 +61,5 @@ mod push_consume_sql92_filter;
 mod push_consume_tag_filter;
 #[path = "real_broker/reconsume.rs"]
 mod reconsume;
+#[path = "real_broker/secured.rs"]
+mod secured;
