@@ -16,11 +16,14 @@ use proto::message::{StoredMessage, encode_properties, encode_stored, property};
 use proto::{Command, ExtFields, RequestCode, ResponseCode};
 use rocketmq_tests::scenario::{GROUP, RETRY, TOPIC, queue_stats, quiet_config};
 use rocketmq_tests::sim::ConnKey;
-use rocketmq_tests::world::World;
+use rocketmq_tests::world::{SIM_SECRET_KEY, World};
 
-/// One consumer, settled, and its connection to broker-a.
+/// One consumer, settled, and its connection to broker-a; the brokers check ACL signatures,
+/// so the consumer has credentials.
 fn world() -> (World, ConnKey) {
-    let mut world = World::new(quiet_config(113, 1));
+    let mut config = quiet_config(113, 1);
+    config.acl = true;
+    let mut world = World::new(config);
     // Long enough for the retry topic's route (created by the first heartbeat) too.
     world.run_until(world.epoch() + Duration::from_secs(5));
     let addr = world.cluster.broker_addr("broker-a");
@@ -93,6 +96,12 @@ fn running_info_lists_subscriptions_and_owned_queues() {
             .map(String::as_str),
         Some("false")
     );
+
+    // Answers to a broker go unsigned (as Java's hook leaves them), and the secret is in no
+    // answer.
+    assert!(answer.ext_fields.get("Signature").is_none(), "{answer:?}");
+    let text = format!("{answer:?} {}", String::from_utf8_lossy(&answer.body));
+    assert!(!text.contains(SIM_SECRET_KEY), "the secret is not in running info");
 
     let other = ask(
         &mut world,

@@ -4,19 +4,27 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.Set;
 import java.util.TreeSet;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.common.MQVersion;
+import org.apache.rocketmq.common.MixAll;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.constant.PermName;
 import org.apache.rocketmq.common.admin.RollbackStats;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.ResponseCode;
 import org.apache.rocketmq.common.protocol.body.ConsumeMessageDirectlyResult;
 import org.apache.rocketmq.common.protocol.body.ConsumerConnection;
 import org.apache.rocketmq.common.protocol.body.ConsumerRunningInfo;
+import org.apache.rocketmq.common.protocol.body.ClusterInfo;
 import org.apache.rocketmq.common.protocol.body.Connection;
 import org.apache.rocketmq.common.protocol.body.ProcessQueueInfo;
 import org.apache.rocketmq.common.protocol.heartbeat.SubscriptionData;
+import org.apache.rocketmq.common.protocol.route.BrokerData;
+import org.apache.rocketmq.common.protocol.route.QueueData;
+import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -48,17 +56,21 @@ final class Admin {
                 break;
             case "rebalance":
                 break;
+            case "create-topic":
+                a.value("topic", "queues", "cluster");
+                break;
             default:
                 throw new Args.UsageException("unknown admin subcommand " + sub);
         }
         a.parse(rest);
-        String group = a.required("group");
+        String group = sub.equals("create-topic") ? null : a.required("group");
+        if (sub.equals("create-topic")) a.required("topic");
         String namesrv = a.namesrv();
         Peer.configureClient(a);
         long deadline = System.currentTimeMillis() + a.timeoutMs();
         Peer.watchdog(a.timeoutMs() + 15_000, "admin " + sub);
 
-        DefaultMQAdminExt admin = new DefaultMQAdminExt(a.positive("rpc-timeout-ms", 10000));
+        DefaultMQAdminExt admin = new DefaultMQAdminExt(Acl.hook(a), a.positive("rpc-timeout-ms", 10000));
         admin.setNamesrvAddr(namesrv);
         admin.start();
         try {
@@ -74,6 +86,9 @@ final class Admin {
                     break;
                 case "consume-directly":
                     consumeDirectly(admin, a, group);
+                    break;
+                case "create-topic":
+                    createTopic(admin, a, deadline);
                     break;
                 default:
                     rebalance(admin, group);
@@ -256,6 +271,42 @@ final class Admin {
             "auto_commit", r.isAutoCommit(),
             "remark", r.getRemark(),
             "spent_ms", r.getSpentTimeMills()));
+    }
+
+    /**
+     * UPDATE_AND_CREATE_TOPIC (17, an admin-only request where the broker enforces ACL) on every
+     * master of --cluster (default DefaultCluster), --queues read and write queues (default 4),
+     * then waits (up to --timeout-s) until the name server's route lists them all.
+     */
+    private static void createTopic(DefaultMQAdminExt admin, Args a, long deadline) throws Exception {
+        String topic = a.required("topic");
+        int queues = a.positive("queues", 4);
+        String cluster = a.str("cluster", "DefaultCluster");
+        ClusterInfo info = admin.examineBrokerClusterInfo();
+        Set<String> names = info.getClusterAddrTable() == null ? null : info.getClusterAddrTable().get(cluster);
+        if (names == null || names.isEmpty()) throw new IllegalStateException("no brokers in cluster " + cluster);
+        List<String> brokers = new ArrayList<>(new TreeSet<>(names));
+        for (String name : brokers) {
+            BrokerData b = info.getBrokerAddrTable().get(name);
+            String master = b == null ? null : b.getBrokerAddrs().get(MixAll.MASTER_ID);
+            if (master == null) throw new IllegalStateException("broker " + name + " has no master");
+            admin.createAndUpdateTopicConfig(master, new TopicConfig(topic, queues, queues, PermName.PERM_READ | PermName.PERM_WRITE));
+        }
+        while (true) {
+            Set<String> routed = new TreeSet<>();
+            try {
+                TopicRouteData route = admin.examineTopicRouteInfo(topic);
+                for (QueueData q : route.getQueueDatas()) routed.add(q.getBrokerName());
+            } catch (MQClientException e) {
+                if (e.getResponseCode() != ResponseCode.TOPIC_NOT_EXIST) throw e;
+            }
+            if (routed.containsAll(brokers)) break;
+            if (System.currentTimeMillis() >= deadline) {
+                throw new IllegalStateException("topic " + topic + " routed on " + routed + ", not on all of " + brokers);
+            }
+            Peer.sleep(200);
+        }
+        Out.last(Out.obj("event", "topic_created", "topic", topic, "queues", queues, "brokers", brokers));
     }
 
     /** Each client's own account of the queues it holds (its running info's mqTable). */

@@ -32,6 +32,9 @@ final class Args {
         spec.put("namesrv", Kind.VALUE);
         spec.put("client-log", Kind.VALUE);
         spec.put("timeout-s", Kind.VALUE);
+        // ACL credentials (see Acl): every subcommand's clients sign with them.
+        spec.put("access-key", Kind.VALUE);
+        spec.put("secret-key", Kind.VALUE);
     }
 
     Args value(String... names) {

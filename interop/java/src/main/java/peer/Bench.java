@@ -12,6 +12,7 @@ import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 
@@ -47,7 +48,8 @@ final class Bench {
         long started;
         switch (mode) {
             case "push": {
-                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group, Acl.hook(a),
+                    new AllocateMessageQueueAveragely());
                 consumer.setNamesrvAddr(namesrv);
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 if (a.has("pull-batch-size")) consumer.setPullBatchSize(a.positive("pull-batch-size", null));
@@ -73,7 +75,7 @@ final class Bench {
                 return 0;
             }
             case "lite-pull": {
-                DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
+                DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group, Acl.hook(a));
                 consumer.setNamesrvAddr(namesrv);
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 if (a.has("pull-batch-size")) consumer.setPullBatchSize(a.positive("pull-batch-size", null));

@@ -84,7 +84,7 @@ final class Consume {
 
         String group = a.required("group");
         String topic = a.required("topic");
-        consumer = new DefaultMQPushConsumer(group);
+        consumer = new DefaultMQPushConsumer(group, Acl.hook(a), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(namesrv);
         if (a.has("instance")) consumer.setInstanceName(a.str("instance", null));
         consumer.setMessageModel(a.has("broadcasting") ? MessageModel.BROADCASTING : MessageModel.CLUSTERING);

@@ -36,7 +36,7 @@ final class LitePull {
 
         String group = a.required("group");
         String topic = a.required("topic");
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group, Acl.hook(a));
         consumer.setNamesrvAddr(namesrv);
         if (a.has("instance")) consumer.setInstanceName(a.str("instance", null));
         Consume.applyFrom(a.str("from", null), consumer::setConsumeFromWhere, consumer::setConsumeTimestamp);

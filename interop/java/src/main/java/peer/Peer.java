@@ -3,6 +3,9 @@ package peer;
 import java.io.File;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 
 /**
  * The Java peer: Apache RocketMQ's own Java client driven from the command line, for the Rust
@@ -12,8 +15,10 @@ import java.util.List;
  */
 public final class Peer {
     static final String USAGE = String.join("\n",
-        "usage: peer.Peer SUBCOMMAND [--namesrv ADDR] [--client-log DIR] [--timeout-s S] [OPTIONS]",
-        "  (--namesrv defaults to $NAMESRV_ADDR; --timeout-s to 60; --client-log sets rocketmq.client.logRoot)",
+        "usage: peer.Peer SUBCOMMAND [--namesrv ADDR] [--client-log DIR] [--timeout-s S]",
+        "          [--access-key AK --secret-key SK] [OPTIONS]",
+        "  (--namesrv defaults to $NAMESRV_ADDR; --timeout-s to 60; --client-log sets rocketmq.client.logRoot;",
+        "  --access-key/--secret-key sign every request with AclClientRPCHook; refusals print \"refused\" lines)",
         "",
         "  produce --topic T --count N [--group PG] [--instance NAME] [--tag TAG] [--keys PREFIX]",
         "          [--prop k=v]... [--body TEMPLATE] [--body-size BYTES] [--batch B]",
@@ -30,6 +35,7 @@ public final class Peer {
         "  admin running-info --group G --client-id C [--jstack]",
         "  admin consume-directly --group G --client-id C --msg-id M [--topic T]",
         "  admin rebalance --group G",
+        "  admin create-topic --topic T [--queues N] [--cluster C]   (on every master; waits for the route)",
         "  (admin subcommands also take --rpc-timeout-ms MS, default 10000)",
         "  bench --mode push|lite-pull --group G --topic T --count N [--pull-batch-size B]",
         "          [--consume-batch-size B] [--consume-threads T]   (one e2e child report line)");
@@ -48,11 +54,35 @@ public final class Peer {
         } catch (Throwable t) {
             System.err.println("java-peer: failed: " + t);
             t.printStackTrace(System.err);
+            Out.last(failure(t));
             code = 1;
         }
         System.err.flush();
         // The client's threads are not all daemons; exit rather than wait for them.
         System.exit(code);
+    }
+
+    /**
+     * The final line of a failed run: {"event":"error","error","code","remark","message"}, where
+     * code and remark are the broker's answer (the first MQBrokerException on the cause chain, else
+     * an MQClientException's response code), null when there was none.
+     */
+    static Map<String, Object> failure(Throwable t) {
+        Integer code = null;
+        String remark = null;
+        for (Throwable c = t; c != null && c.getCause() != c; c = c.getCause()) {
+            if (c instanceof MQBrokerException) {
+                code = ((MQBrokerException) c).getResponseCode();
+                remark = ((MQBrokerException) c).getErrorMessage();
+                break;
+            }
+            if (code == null && c instanceof MQClientException && ((MQClientException) c).getResponseCode() > 0) {
+                code = ((MQClientException) c).getResponseCode();
+                remark = ((MQClientException) c).getErrorMessage();
+            }
+        }
+        return Out.obj("event", "error", "error", t.getClass().getSimpleName(), "code", code, "remark", remark,
+            "message", String.valueOf(t.getMessage()));
     }
 
     private static int run(List<String> argv) throws Exception {

@@ -67,7 +67,7 @@ final class Produce {
         // Sending has no goal to wait for; the watchdog is its whole bound.
         Peer.watchdog(a.timeoutMs(), "produce");
 
-        DefaultMQProducer producer = new DefaultMQProducer(a.str("group", "java-peer-producer"));
+        DefaultMQProducer producer = new DefaultMQProducer(a.str("group", "java-peer-producer"), Acl.hook(a));
         producer.setNamesrvAddr(namesrv);
         if (a.has("instance")) producer.setInstanceName(a.str("instance", null));
         // Two busy cores: the 3 s default is close to what a send can take under a build.
