@@ -101,7 +101,10 @@ fn running_info_lists_subscriptions_and_owned_queues() {
     // answer.
     assert!(answer.ext_fields.get("Signature").is_none(), "{answer:?}");
     let text = format!("{answer:?} {}", String::from_utf8_lossy(&answer.body));
-    assert!(!text.contains(SIM_SECRET_KEY), "the secret is not in running info");
+    assert!(
+        !text.contains(SIM_SECRET_KEY),
+        "the secret is not in running info"
+    );
 
     let other = ask(
         &mut world,
