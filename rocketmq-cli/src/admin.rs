@@ -20,6 +20,8 @@ pub struct Cluster {
     pub namesrv: String,
     /// ACL credentials (`None`: requests go unsigned). Their `Debug` hides the secret.
     pub credentials: Option<driver::Credentials>,
+    /// The tenant namespace topics and groups are named in (`namespace%name` on the wire).
+    pub namespace: Option<String>,
 }
 
 impl Cluster {
@@ -28,6 +30,24 @@ impl Cluster {
         Self {
             namesrv: namesrv.into(),
             credentials: None,
+            namespace: None,
+        }
+    }
+
+    /// The same, naming topics and groups in `namespace`.
+    #[must_use]
+    pub fn with_namespace(mut self, namespace: Option<String>) -> Self {
+        self.namespace = namespace;
+        self
+    }
+
+    /// `resource` (a topic or group) as the brokers know it.
+    pub fn wire_name(&self, resource: &str) -> Result<String, AdminError> {
+        match &self.namespace {
+            None => Ok(resource.to_owned()),
+            Some(name) => driver::Namespace::new(name.as_str())
+                .map(|ns| ns.wrap(resource).into_owned())
+                .map_err(|e| AdminError::Body(e.0)),
         }
     }
 
@@ -97,7 +117,7 @@ pub fn cluster_info(cluster: &Cluster) -> Result<serde_json::Value, AdminError> 
 pub fn route(cluster: &Cluster, topic: &str) -> Result<TopicRouteData, AdminError> {
     let mut client = cluster.connect(&cluster.namesrv)?;
     let header = GetRouteInfoRequest {
-        topic: topic.to_owned(),
+        topic: cluster.wire_name(topic)?,
         accept_standard_json_only: Some(true),
     };
     let response = expect_success(client.call(
@@ -130,8 +150,9 @@ pub fn create_topic(
             "the name server knows no broker master".into(),
         ));
     }
+    let wire = cluster.wire_name(topic)?;
     for addr in &masters {
-        let header = proto::headers::CreateTopicRequest::new(topic, queues);
+        let header = proto::headers::CreateTopicRequest::new(&wire, queues);
         let mut client = cluster.connect(addr)?;
         expect_success(client.call(
             Command::request(RequestCode::UPDATE_AND_CREATE_TOPIC, &header),
@@ -181,6 +202,8 @@ pub fn offsets(
         QueryConsumerOffsetRequest, QueryConsumerOffsetResponse,
     };
     let route = route(cluster, topic)?;
+    let (topic, group) = (cluster.wire_name(topic)?, cluster.wire_name(group)?);
+    let (topic, group) = (topic.as_str(), group.as_str());
     let mut clients: std::collections::BTreeMap<String, BlockingClient> = Default::default();
     let mut out = Vec::new();
     for queue in route.subscribe_queues(topic) {

@@ -38,6 +38,9 @@ struct ClusterArgs {
         requires = "access_key"
     )]
     secret_key: Option<String>,
+    /// The tenant namespace topics and groups are named in (also RMQ_NAMESPACE).
+    #[arg(long, env = "RMQ_NAMESPACE")]
+    namespace: Option<String>,
 }
 
 impl ClusterArgs {
@@ -48,7 +51,9 @@ impl ClusterArgs {
             }
             _ => None,
         };
-        admin::Cluster::new(self.namesrv).with_credentials(credentials)
+        admin::Cluster::new(self.namesrv)
+            .with_credentials(credentials)
+            .with_namespace(self.namespace)
     }
 }
 

@@ -128,6 +128,9 @@ pub fn produce(
     if let Some(credentials) = &cluster.credentials {
         builder = builder.credentials(credentials.clone());
     }
+    if let Some(namespace) = &cluster.namespace {
+        builder = builder.namespace(namespace.clone());
+    }
     let producer = builder.build()?;
     // A sharding key promises order, which only one send at a time keeps.
     let in_flight = if options.sharding_key.is_some() {

@@ -160,6 +160,11 @@ pub struct ConsumerConfig {
     /// The signature's HMAC ([`proto::acl::SignatureAlgorithm::HmacSha1`], the only one Apache's
     /// brokers check).
     pub signature_algorithm: proto::acl::SignatureAlgorithm,
+    /// The tenant namespace (Java's `ClientConfig.namespace`; `None`, the default: none): the
+    /// group and every topic are wrapped as `namespace%name` on the wire (retry and dead-letter
+    /// topics as `%RETRY%namespace%group`), and everything the consumer hands out (messages,
+    /// queues, events, stats) carries the names without it. System topics are never wrapped.
+    pub namespace: Option<String>,
     /// Seed of the consumer's only randomness (which name server and broker to ask first).
     pub seed: u64,
 }
@@ -212,6 +217,7 @@ impl ConsumerConfig {
             close_after_timeouts: 3,
             credentials: None,
             signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
+            namespace: None,
             seed: 0,
         }
     }
@@ -221,6 +227,9 @@ impl ConsumerConfig {
         let fail = |what: &str| Err(ConfigError(what.to_owned()));
         if self.group.is_empty() || self.group.len() > 255 {
             return fail("the group name must be 1 to 255 characters");
+        }
+        if let Some(namespace) = &self.namespace {
+            crate::namespace::Namespace::new(namespace.as_str())?;
         }
         if self.connect_timeout.is_zero() || self.close_after_timeouts == 0 {
             return fail("connect_timeout and close_after_timeouts must be positive");

@@ -45,6 +45,7 @@ mod push;
 mod runtime;
 mod setup;
 
+pub use consumer_core::namespace::Namespace;
 pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };

@@ -408,6 +408,9 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
 
         /// Credentials for a cluster with ACL (see `PushConsumerBuilder::credentials`).
         credentials;
+
+        /// The tenant namespace (see `PushConsumerBuilder::namespace`).
+        namespace;
     }
 
     /// Calls `observer` with every [`Event`] the consumer reports, on the driver task: it must

@@ -254,6 +254,14 @@ impl<R: Runtime> ProducerBuilder<R> {
         self
     }
 
+    /// The tenant namespace (Java's `setNamespace`): topics and the producer group are sent as
+    /// `namespace%name`, and [`SendResult::queue`] names the topic without it.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.config.namespace = Some(namespace.into());
+        self
+    }
+
     /// Checks the configuration and creates the producer (nothing is connected until the first
     /// send).
     pub fn build(self) -> Result<Producer<R>, ConfigError> {

@@ -185,6 +185,12 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// as `Event::AccessDenied` and retried on its usual schedule.
         credentials;
 
+        /// The tenant namespace (Java's `setNamespace`): the group and topics are
+        /// `namespace%name` on the wire, and messages, queues and events name them without it,
+        /// so two namespaces with the same topic and group names never meet. Letters, digits,
+        /// `_` and `-` only; anything else fails `build`.
+        namespace;
+
         /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
         /// cache limits, intervals...). The consume mode is set by the `start_*` method.
         configure;

@@ -98,6 +98,10 @@ impl Setup {
         self.instance_name = Some(name.into());
     }
 
+    pub(crate) fn namespace(&mut self, namespace: impl Into<String>) {
+        self.config.namespace = Some(namespace.into());
+    }
+
     pub(crate) fn credentials(&mut self, credentials: consumer_core::Credentials) {
         self.config.credentials = Some(credentials);
     }
@@ -333,6 +337,12 @@ macro_rules! setup_setters {
     ($(#[$doc:meta])* instance_name; $($rest:tt)*) => {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] instance_name(
             name: impl Into<String>
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* namespace; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] namespace(
+            namespace: impl Into<String>
         ));
         $crate::setup::setup_setters!($($rest)*);
     };

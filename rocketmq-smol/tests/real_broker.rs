@@ -20,6 +20,7 @@ mod scenario {
     pub(crate) mod group_split;
     pub(crate) mod handler_panics;
     pub(crate) mod lite_pull;
+    pub(crate) mod namespaces;
     pub(crate) mod orderly;
     pub(crate) mod producer_order;
     pub(crate) mod real_broker;
@@ -38,6 +39,8 @@ mod broadcasting;
 mod handler_panics;
 #[path = "real_broker/lite_pull.rs"]
 mod lite_pull;
+#[path = "real_broker/namespaces.rs"]
+mod namespaces;
 #[path = "real_broker/orderly.rs"]
 mod orderly;
 #[path = "real_broker/producer_real_broker.rs"]

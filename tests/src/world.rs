@@ -651,7 +651,7 @@ impl World {
                 let owned = self.nodes[i]
                     .consumer
                     .assignment()
-                    .any(|q| *q == delivery.queue);
+                    .any(|q| q == delivery.queue);
                 self.fail_if(
                     !owned,
                     &format!(
@@ -870,7 +870,7 @@ impl World {
                 continue;
             }
             for mq in node.consumer.assignment() {
-                owners.entry(mq.clone()).or_default().push(i);
+                owners.entry(mq).or_default().push(i);
             }
         }
         for mq in self.topic_queues() {
@@ -969,7 +969,7 @@ impl World {
                     }
                 }
             }
-            let owned: BTreeSet<MessageQueue> = node.consumer.assignment().cloned().collect();
+            let owned: BTreeSet<MessageQueue> = node.consumer.assignment().collect();
             if let Some(missing) = queues.iter().find(|q| !owned.contains(*q)) {
                 self.fail(&format!("node {i} does not own {missing:?}"));
             }

@@ -19,6 +19,8 @@ mod flow_control_pauses_pull;
 mod late_complete_after_revoke;
 #[path = "core/name_server_failover.rs"]
 mod name_server_failover;
+#[path = "core/namespace_wraps_names.rs"]
+mod namespace_wraps_names;
 #[path = "core/offset_moved_resets_queue.rs"]
 mod offset_moved_resets_queue;
 #[path = "core/orderly_dead_letter.rs"]

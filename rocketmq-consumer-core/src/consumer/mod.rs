@@ -35,6 +35,7 @@ mod retry;
 mod send_back;
 mod shutdown;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,7 @@ use proto::{Command, MessageQueue};
 use crate::config::{ConfigError, ConsumeMode, ConsumerConfig, MessageModel};
 use crate::conn::{Connections, Route};
 pub(crate) use crate::id::{Epoch, QueueKey};
+use crate::namespace::Namespace;
 use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
 };
@@ -101,6 +103,8 @@ pub struct Consumer {
     resends: BTreeMap<(Instant, u64), send_back::SendBack>,
     /// Signs each request as it is handed out.
     signer: Signer,
+    /// The tenant namespace: names are wrapped on the way in, unwrapped on the way out.
+    namespace: Option<Namespace>,
     /// Requests refused for want of permission, each reported once.
     access: access::AccessDenials,
     rng: u64,
@@ -143,6 +147,13 @@ impl Consumer {
         unix_ms: i64,
     ) -> Result<Self, ConfigError> {
         config.validate()?;
+        let mut config = config;
+        let namespace = config.namespace.clone().map(Namespace::new).transpose()?;
+        if let Some(ns) = &namespace {
+            // DefaultMQPushConsumer.start: setConsumerGroup(wrapNamespace(ns, group)); the retry
+            // topic follows (`%RETRY%ns%group`, NamespaceUtil.wrapNamespaceAndRetry).
+            config.group = ns.wrap(&config.group).into_owned();
+        }
         let retry_topic = format!("{RETRY_TOPIC_PREFIX}{}", config.group);
         let seed = config.seed;
         let mut consumer = Self {
@@ -169,6 +180,7 @@ impl Consumer {
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
+            namespace,
             access: access::AccessDenials::default(),
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
@@ -219,7 +231,16 @@ impl Consumer {
         expression: &str,
     ) -> Result<(), ConfigError> {
         let version = self.unix_ms(now);
-        self.add_subscription(now, SubscriptionData::new(topic, expression, version))
+        let topic = self.inward(topic).into_owned();
+        self.add_subscription(now, SubscriptionData::new(&topic, expression, version))
+    }
+
+    /// `resource` (a topic or group as the application names it) as the brokers know it.
+    pub(super) fn inward<'a>(&self, resource: &'a str) -> Cow<'a, str> {
+        match &self.namespace {
+            Some(ns) => ns.wrap(resource),
+            None => Cow::Borrowed(resource),
+        }
     }
 
     /// Subscribes to `topic` with an SQL92 expression over message properties (`a > 5 AND
@@ -239,8 +260,9 @@ impl Consumer {
             )));
         }
         let version = self.unix_ms(now);
-        self.unchecked.insert(topic.to_owned());
-        self.add_subscription(now, SubscriptionData::sql92(topic, expression, version))
+        let topic = self.inward(topic).into_owned();
+        self.unchecked.insert(topic.clone());
+        self.add_subscription(now, SubscriptionData::sql92(&topic, expression, version))
     }
 
     fn add_subscription(
@@ -375,7 +397,10 @@ impl Consumer {
         if let Output::Send { command, .. } = &mut output {
             self.signer.sign(command);
         }
-        Some(output)
+        Some(match &self.namespace {
+            Some(ns) => ns.unwrap_output(output),
+            None => output,
+        })
     }
 
     /// Signs every request handed out from now on with `credentials` (`None`: unsigned), so
@@ -393,12 +418,29 @@ impl Consumer {
 
     // ----- getters -----
 
-    /// The queues this consumer owns now.
-    pub fn assignment(&self) -> impl Iterator<Item = &MessageQueue> + '_ {
+    /// The queues this consumer owns now, named as the application names them (without the
+    /// namespace).
+    pub fn assignment(&self) -> impl Iterator<Item = MessageQueue> + '_ {
         self.queues
             .in_name_order()
             .filter(|s| s.phase != Phase::Revoking)
-            .map(|s| &s.mq)
+            .map(|s| self.outward_queue(&s.mq))
+    }
+
+    /// `mq` as the application names it.
+    fn outward_queue(&self, mq: &MessageQueue) -> MessageQueue {
+        match &self.namespace {
+            Some(ns) => ns.unwrap_queue(mq),
+            None => mq.clone(),
+        }
+    }
+
+    /// `mq`, as the application names it, as the brokers know it.
+    pub(super) fn inward_queue<'a>(&self, mq: &'a MessageQueue) -> Cow<'a, MessageQueue> {
+        match &self.namespace {
+            Some(ns) => Cow::Owned(ns.wrap_queue(mq)),
+            None => Cow::Borrowed(mq),
+        }
     }
 
     /// Whether a completion of `delivery` would still be applied now: it is in flight, its
@@ -436,7 +478,7 @@ impl Consumer {
             .queues
             .iter()
             .map(|s| QueueStats {
-                queue: s.mq.clone(),
+                queue: self.outward_queue(&s.mq),
                 cached_messages: s.pq().len(),
                 cached_bytes: s.pq().bytes(),
                 in_flight: s.pq().in_flight(),

@@ -54,10 +54,14 @@ impl Consumer {
             self.counters.delivered += 1;
             // Room in the cache again: pull now rather than at the next flow-control check.
             self.try_pull(now, key, epoch);
-            return Some(Polled {
+            let polled = Polled {
                 queue,
                 messages,
                 epoch,
+            };
+            return Some(match &self.namespace {
+                Some(ns) => ns.unwrap_polled(polled),
+                None => polled,
             });
         }
     }
@@ -71,6 +75,10 @@ impl Consumer {
     /// restarted since they were taken (its position is someone else's business then), when
     /// they are not the tail of what was taken, or once shutdown has begun.
     pub fn unread(&mut self, now: Instant, polled: Polled) -> bool {
+        let polled = match &self.namespace {
+            Some(ns) => ns.wrap_polled(polled),
+            None => polled,
+        };
         let Polled {
             queue,
             messages,
@@ -105,6 +113,7 @@ impl Consumer {
         let mut by_topic: std::collections::BTreeMap<String, BTreeSet<MessageQueue>> =
             std::collections::BTreeMap::new();
         for mq in queues {
+            let mq = self.inward_queue(&mq).into_owned();
             by_topic
                 .entry(mq.topic().to_owned())
                 .or_default()
@@ -133,6 +142,7 @@ impl Consumer {
         mq: &MessageQueue,
         offset: i64,
     ) -> Result<(), ConfigError> {
+        let mq = &*self.inward_queue(mq);
         if offset < 0 || !self.reset_queue(now, mq, offset) {
             return Err(ConfigError(format!(
                 "cannot seek {mq:?} to {offset}: not an owned, started queue"
@@ -153,6 +163,7 @@ impl Consumer {
         mq: &MessageQueue,
         to_end: bool,
     ) -> Result<RequestId, ConfigError> {
+        let mq = &*self.inward_queue(mq);
         let target = self.queues.by_queue(mq).map(|s| (s.key, s.epoch));
         let (Some((key, epoch)), Some(addr)) = (target, self.master_addr(mq.broker_name())) else {
             return Err(ConfigError(format!(
@@ -186,11 +197,13 @@ impl Consumer {
 
     /// Stops pulling and handing out `mq` until [`Consumer::resume`].
     pub fn pause(&mut self, mq: &MessageQueue) {
-        self.paused.insert(mq.clone());
+        let mq = self.inward_queue(mq).into_owned();
+        self.paused.insert(mq);
     }
 
     /// Pulls and hands out `mq` again.
     pub fn resume(&mut self, now: Instant, mq: &MessageQueue) {
+        let mq = &*self.inward_queue(mq);
         if !self.paused.remove(mq) {
             return;
         }
@@ -283,6 +296,7 @@ impl Consumer {
         mq: &MessageQueue,
         unix_ms: i64,
     ) -> RequestId {
+        let mq = &*self.inward_queue(mq);
         let request = self.app_answers.next_id();
         let command = search_offset_command(mq, unix_ms);
         match self.master_addr(mq.broker_name()) {

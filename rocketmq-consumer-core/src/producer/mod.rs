@@ -76,6 +76,9 @@ pub struct ProducerConfig {
     pub credentials: Option<proto::acl::Credentials>,
     /// The signature's HMAC (SHA1, the only one Apache's brokers check).
     pub signature_algorithm: proto::acl::SignatureAlgorithm,
+    /// The tenant namespace (Java's `ClientConfig.namespace`): topics and the group are sent
+    /// as `namespace%name`; [`SendResult::queue`] names the topic without it.
+    pub namespace: Option<String>,
 }
 
 impl ProducerConfig {
@@ -90,6 +93,7 @@ impl ProducerConfig {
             max_message_size: 4 * 1024 * 1024,
             credentials: None,
             signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
+            namespace: None,
         }
     }
 
@@ -107,6 +111,9 @@ impl ProducerConfig {
         }
         if self.max_message_size == 0 {
             return fail("the maximum message size must be positive");
+        }
+        if let Some(namespace) = &self.namespace {
+            crate::namespace::Namespace::new(namespace.as_str())?;
         }
         Ok(())
     }

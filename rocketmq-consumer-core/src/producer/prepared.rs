@@ -5,6 +5,8 @@ use proto::headers::{SendMessageRequestV2, SendMessageResponse};
 use proto::message::{OutgoingMessage, encode_batch, property};
 use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
+use crate::namespace::Namespace;
+
 use super::{
     DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, ProducerConfig, ProducerMessage, SHARDING_KEY,
     SendError, SendResult, SendStatus, Target,
@@ -62,6 +64,23 @@ pub struct Prepared {
     payload: OutgoingMessage,
     sharding_key: Option<String>,
     msg_ids: Vec<String>,
+    /// The topic as the application named it (the header's is wrapped with the namespace).
+    app_topic: String,
+}
+
+/// `topic` and the producer group as the brokers know them: wrapped with the configuration's
+/// namespace (Java's producer sends `withNamespace(topic)` from `withNamespace(group)`).
+fn wire_names(config: &ProducerConfig, topic: &str) -> Result<(String, String), SendError> {
+    match &config.namespace {
+        None => Ok((topic.to_owned(), config.group.clone())),
+        Some(name) => {
+            let ns = Namespace::new(name.as_str()).map_err(|e| SendError::InvalidMessage(e.0))?;
+            Ok((
+                ns.wrap(topic).into_owned(),
+                ns.wrap(&config.group).into_owned(),
+            ))
+        }
+    }
 }
 
 impl Prepared {
@@ -75,17 +94,19 @@ impl Prepared {
         unix_ms: i64,
     ) -> Result<Self, SendError> {
         check_topic(topic)?;
+        let (wire, group) = wire_names(config, topic)?;
         let mut message = message.message;
         check_body(config, message.body.len())?;
-        message.topic = topic.to_owned();
+        message.topic = wire.clone();
         let id = unique_key(&mut message, ids, unix_ms);
-        let header = send_header(config, topic, unix_ms, message.flag, &message);
+        let header = send_header(&group, &wire, unix_ms, message.flag, &message);
         Ok(Self {
             code: RequestCode::SEND_MESSAGE_V2,
             header,
             sharding_key: message.property(SHARDING_KEY).map(str::to_owned),
             payload: message,
             msg_ids: vec![id],
+            app_topic: topic.to_owned(),
         })
     }
 
@@ -99,6 +120,7 @@ impl Prepared {
         unix_ms: i64,
     ) -> Result<Self, SendError> {
         check_topic(topic)?;
+        let (wire, group) = wire_names(config, topic)?;
         let Some(first) = messages.first() else {
             return Err(SendError::InvalidMessage(
                 "a batch needs messages".to_owned(),
@@ -125,17 +147,17 @@ impl Prepared {
                     "a message body must not be empty".to_owned(),
                 ));
             }
-            message.topic = topic.to_owned();
+            message.topic = wire.clone();
             msg_ids.push(unique_key(&mut message, ids, unix_ms));
             outgoing.push(message);
         }
         let body = encode_batch(&outgoing).map_err(SendError::Encode)?;
         // `MessageBatch.generateFromList` gives the batch only the first message's `WAIT`.
-        let mut batch = OutgoingMessage::new(topic, Vec::new());
+        let mut batch = OutgoingMessage::new(&wire, Vec::new());
         if let Some(wait) = outgoing.first().and_then(|m| m.property(property::WAIT)) {
             batch.set_property(property::WAIT, wait);
         }
-        let mut header = send_header(config, topic, unix_ms, 0, &batch);
+        let mut header = send_header(&group, &wire, unix_ms, 0, &batch);
         header.batch = Some(true);
         batch.body = body;
         Ok(Self {
@@ -144,6 +166,7 @@ impl Prepared {
             payload: batch,
             sharding_key,
             msg_ids,
+            app_topic: topic.to_owned(),
         })
     }
 
@@ -192,11 +215,7 @@ impl Prepared {
             })?;
         Ok(SendResult {
             status,
-            queue: MessageQueue::new(
-                target.queue.topic(),
-                target.queue.broker_name(),
-                header.queue_id,
-            ),
+            queue: MessageQueue::new(&self.app_topic, target.queue.broker_name(), header.queue_id),
             queue_offset: header.queue_offset,
             msg_ids: self.msg_ids.clone(),
             offset_msg_ids: header.msg_id.split(',').map(str::to_owned).collect(),
@@ -246,14 +265,14 @@ fn unique_key(message: &mut OutgoingMessage, ids: &mut UniqueIds, unix_ms: i64) 
 }
 
 fn send_header(
-    config: &ProducerConfig,
+    group: &str,
     topic: &str,
     unix_ms: i64,
     flag: i32,
     message: &OutgoingMessage,
 ) -> SendMessageRequestV2 {
     SendMessageRequestV2 {
-        producer_group: config.group.clone(),
+        producer_group: group.to_owned(),
         topic: topic.to_owned(),
         default_topic: DEFAULT_TOPIC.to_owned(),
         default_topic_queue_nums: DEFAULT_TOPIC_QUEUE_NUMS,

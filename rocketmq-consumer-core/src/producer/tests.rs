@@ -226,3 +226,42 @@ fn config_is_validated() {
     );
     assert!(ProducerConfig::new("g", Vec::new()).validate().is_err());
 }
+
+/// With a namespace the topic, the batch's topic and the producer group go out wrapped
+/// (`tenant%T`, `tenant%g`), and the result names the topic without it.
+#[test]
+fn a_namespace_wraps_the_wire_names_only() {
+    let mut cfg = config();
+    cfg.namespace = Some("tenant".to_owned());
+    let prepared =
+        Prepared::single(&cfg, "T", "hello".into(), &mut ids(), 2_000).expect("valid message");
+    assert_eq!(
+        prepared.topic(),
+        "tenant%T",
+        "routes are looked up by the wire name"
+    );
+    let target = Target {
+        queue: MessageQueue::new("tenant%T", "a", 2),
+        addr: "10.0.0.1:10911".to_owned(),
+    };
+    let header: SendMessageRequestV2 = prepared.request(&target).header().expect("decodes");
+    assert_eq!(
+        (header.topic.as_str(), header.producer_group.as_str()),
+        ("tenant%T", "tenant%g")
+    );
+    let mut ok = Command::response(ResponseCode::SUCCESS, 1);
+    ok.ext_fields = proto::CommandHeader::to_ext_fields(&SendMessageResponse {
+        msg_id: "ABC".to_owned(),
+        queue_id: 2,
+        queue_offset: 7,
+        ..SendMessageResponse::default()
+    });
+    let result = prepared.interpret(&target, &ok).expect("stored");
+    assert_eq!(result.queue, MessageQueue::new("T", "a", 2));
+
+    let batch = Prepared::batch(&cfg, "T", vec!["a".into(), "b".into()], &mut ids(), 2_000)
+        .expect("valid batch");
+    assert_eq!(batch.topic(), "tenant%T");
+    cfg.namespace = Some("bad%ns".to_owned());
+    assert!(cfg.validate().is_err(), "a namespace with '%' is refused");
+}

@@ -248,7 +248,7 @@ impl<R: Runtime> Io<R> {
                 self.waiters.searches.insert(request, reply);
             }
             PullCommand::Assignment(reply) => {
-                let _ = reply.send(consumer.assignment().cloned().collect());
+                let _ = reply.send(consumer.assignment().collect());
             }
         }
     }

@@ -15,6 +15,8 @@ mod java_producer_to_rust;
 mod mixed_group;
 #[path = "interop/mixed_orderly.rs"]
 mod mixed_orderly;
+#[path = "interop/namespace.rs"]
+mod namespace;
 #[path = "interop/retries.rs"]
 mod retries;
 #[path = "interop/rust_producer_to_java.rs"]

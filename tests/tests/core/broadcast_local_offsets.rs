@@ -96,11 +96,7 @@ fn members_store_offsets_locally_and_a_restarted_member_resumes_from_them() {
     world.cluster.create_topic(TOPIC, 1);
     let resumed = world.add_consumer_resuming(0);
     world.run_until_with(world.now + Duration::from_secs(3), no_broker_commit);
-    let owned: Vec<_> = world.nodes[resumed]
-        .consumer
-        .assignment()
-        .cloned()
-        .collect();
+    let owned: Vec<_> = world.nodes[resumed].consumer.assignment().collect();
     assert_eq!(owned, vec![a.clone(), b.clone()]);
     world.produce_to(&a, 3);
     world.run_until_with(world.now + Duration::from_secs(8), no_broker_commit);
@@ -116,7 +112,7 @@ fn members_store_offsets_locally_and_a_restarted_member_resumes_from_them() {
     // store their tables again.
     world.run_until_with(world.epoch() + Duration::from_secs(40), no_broker_commit);
     assert!(
-        world.nodes[1].consumer.assignment().all(|q| *q != c),
+        world.nodes[1].consumer.assignment().all(|q| q != c),
         "node 1 no longer owns the queue that left the route"
     );
     assert!(

@@ -77,7 +77,7 @@ fn running_info_lists_subscriptions_and_owned_queues() {
         .map(|s| s.topic.as_str())
         .collect();
     assert_eq!(topics, BTreeSet::from([TOPIC, RETRY]));
-    let owned: BTreeSet<MessageQueue> = world.nodes[0].consumer.assignment().cloned().collect();
+    let owned: BTreeSet<MessageQueue> = world.nodes[0].consumer.assignment().collect();
     assert_eq!(owned.len(), 6, "4 topic + 2 retry queues");
     let listed: BTreeSet<MessageQueue> = info.mq_table.keys().cloned().collect();
     assert_eq!(listed, owned, "mq_table lists exactly the owned queues");

@@ -25,7 +25,7 @@ fn a_stuck_handler_pauses_pulls_at_the_limit_and_the_backlog_drains_after() {
     world.nodes[0].hold = true;
     let queue = MessageQueue::new(TOPIC, "broker-a", 0);
     world.run_until(world.epoch() + Duration::from_secs(1));
-    assert!(world.nodes[0].consumer.assignment().any(|q| *q == queue));
+    assert!(world.nodes[0].consumer.assignment().any(|q| q == queue));
 
     world.produce_to(&queue, 500);
     let mut peak = 0;

@@ -47,14 +47,14 @@ fn completion_after_the_revoke_deadline_is_stale_and_commits_nothing() {
     world.nodes[newcomer].hold = true;
     world.run_until(joined_at + Duration::from_secs(1));
     assert!(
-        world.nodes[0].consumer.assignment().all(|q| *q != queue),
+        world.nodes[0].consumer.assignment().all(|q| q != queue),
         "the queue left node 0's assignment at the rebalance"
     );
     assert!(
         world.nodes[newcomer]
             .consumer
             .assignment()
-            .any(|q| *q == queue),
+            .any(|q| q == queue),
         "the newcomer owns it"
     );
     assert_eq!(world.nodes[0].consumer.stats().in_flight_deliveries, 1);

@@ -51,7 +51,7 @@ fn the_old_owner_finishes_commits_and_unlocks_before_the_newcomer_delivers() {
         world.nodes[newcomer]
             .consumer
             .assignment()
-            .any(|q| *q == queue),
+            .any(|q| q == queue),
         "the newcomer was assigned the queue"
     );
     assert!(

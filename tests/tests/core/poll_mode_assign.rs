@@ -34,7 +34,7 @@ fn assigned_queues_are_exactly_the_ones_consumed() {
     let expect = [vec![a0.clone(), b0.clone()], vec![a1.clone()]];
     let check = |w: &World| {
         for (i, expected) in expect.iter().enumerate() {
-            let owned: Vec<_> = w.nodes[i].consumer.assignment().cloned().collect();
+            let owned: Vec<_> = w.nodes[i].consumer.assignment().collect();
             assert!(
                 owned.iter().all(|q| expected.contains(q)),
                 "node {i} owns {owned:?}, assigned {expected:?}"
@@ -51,7 +51,7 @@ fn assigned_queues_are_exactly_the_ones_consumed() {
         "the subscribing member rebalanced"
     );
     for (i, expected) in expect.iter().enumerate() {
-        let owned: Vec<_> = world.nodes[i].consumer.assignment().cloned().collect();
+        let owned: Vec<_> = world.nodes[i].consumer.assignment().collect();
         assert_eq!(&owned, expected, "node {i}");
         let assigned: Vec<MessageQueue> = world.nodes[i]
             .events

@@ -24,7 +24,7 @@ fn poll_returns_at_most_max_messages_of_one_queue_in_order() {
         world.nodes[0].delivered.is_empty(),
         "poll mode delivers nothing by itself"
     );
-    let owned: Vec<_> = world.nodes[0].consumer.assignment().cloned().collect();
+    let owned: Vec<_> = world.nodes[0].consumer.assignment().collect();
     assert_eq!(
         owned.len(),
         4,

@@ -27,7 +27,7 @@ fn answer_to_a_pull_of_a_revoked_and_reassigned_queue_is_dropped() {
 
     let newcomer = world.add_consumer();
     world.run_until(world.now + Duration::from_secs(2));
-    assert!(world.nodes[0].consumer.assignment().all(|q| *q != queue));
+    assert!(world.nodes[0].consumer.assignment().all(|q| q != queue));
     assert!(
         world.nodes[0]
             .events
@@ -38,7 +38,7 @@ fn answer_to_a_pull_of_a_revoked_and_reassigned_queue_is_dropped() {
     world.shutdown_one(newcomer);
     world.run_until(world.now + Duration::from_secs(2));
     assert!(world.nodes[newcomer].consumer.is_closed());
-    assert!(world.nodes[0].consumer.assignment().any(|q| *q == queue));
+    assert!(world.nodes[0].consumer.assignment().any(|q| q == queue));
     assert_eq!(assigned(&world), 2, "assigned again, in a new epoch");
     // Both of node 0's pulls of the queue are parked: the first life's (its 15 s suspend has
     // not run out) and the second's.

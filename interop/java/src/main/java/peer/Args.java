@@ -35,6 +35,8 @@ final class Args {
         // ACL credentials (see Acl): every subcommand's clients sign with them.
         spec.put("access-key", Kind.VALUE);
         spec.put("secret-key", Kind.VALUE);
+        // ClientConfig.setNamespace for the run's producer and consumers.
+        spec.put("namespace", Kind.VALUE);
     }
 
     Args value(String... names) {

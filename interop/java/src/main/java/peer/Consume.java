@@ -87,6 +87,7 @@ final class Consume {
         consumer = new DefaultMQPushConsumer(group, Acl.hook(a), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(namesrv);
         if (a.has("instance")) consumer.setInstanceName(a.str("instance", null));
+        if (a.has("namespace")) consumer.setNamespace(a.str("namespace", null));
         consumer.setMessageModel(a.has("broadcasting") ? MessageModel.BROADCASTING : MessageModel.CLUSTERING);
         String strategy = a.str("strategy", "averagely");
         switch (strategy) {

@@ -16,9 +16,10 @@ import org.apache.rocketmq.client.exception.MQClientException;
 public final class Peer {
     static final String USAGE = String.join("\n",
         "usage: peer.Peer SUBCOMMAND [--namesrv ADDR] [--client-log DIR] [--timeout-s S]",
-        "          [--access-key AK --secret-key SK] [OPTIONS]",
+        "          [--access-key AK --secret-key SK] [--namespace NS] [OPTIONS]",
         "  (--namesrv defaults to $NAMESRV_ADDR; --timeout-s to 60; --client-log sets rocketmq.client.logRoot;",
-        "  --access-key/--secret-key sign every request with AclClientRPCHook; refusals print \"refused\" lines)",
+        "  --access-key/--secret-key sign every request with AclClientRPCHook; refusals print \"refused\" lines;",
+        "  --namespace sets ClientConfig.namespace on produce and consume)",
         "",
         "  produce --topic T --count N [--group PG] [--instance NAME] [--tag TAG] [--keys PREFIX]",
         "          [--prop k=v]... [--body TEMPLATE] [--body-size BYTES] [--batch B]",

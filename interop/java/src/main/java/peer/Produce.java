@@ -70,6 +70,7 @@ final class Produce {
         DefaultMQProducer producer = new DefaultMQProducer(a.str("group", "java-peer-producer"), Acl.hook(a));
         producer.setNamesrvAddr(namesrv);
         if (a.has("instance")) producer.setInstanceName(a.str("instance", null));
+        if (a.has("namespace")) producer.setNamespace(a.str("namespace", null));
         // Two busy cores: the 3 s default is close to what a send can take under a build.
         producer.setSendMsgTimeout(a.positive("send-timeout-ms", 10000));
         producer.start();
