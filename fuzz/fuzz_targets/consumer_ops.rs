@@ -337,7 +337,7 @@ fuzz_target!(|data: &[u8]| {
                         if let Some(mut polled) = taken.take() {
                             let at = c.below(polled.messages.len() + 1);
                             polled.messages.drain(..at);
-                            drop(consumer.unread(now, polled));
+                            let _ = consumer.unread(now, polled);
                         }
                     }
                     1 => drop(consumer.seek(now, &mq, i64::from(c.u16() % 64))),

@@ -22,6 +22,8 @@ pub struct Cluster {
     pub credentials: Option<driver::Credentials>,
     /// The tenant namespace topics and groups are named in (`namespace%name` on the wire).
     pub namespace: Option<String>,
+    /// TLS for every connection (`None`: plain TCP).
+    pub tls: Option<driver::Tls>,
 }
 
 impl Cluster {
@@ -31,7 +33,15 @@ impl Cluster {
             namesrv: namesrv.into(),
             credentials: None,
             namespace: None,
+            tls: None,
         }
+    }
+
+    /// The same, over TLS as `tls` says.
+    #[must_use]
+    pub fn with_tls(mut self, tls: Option<driver::Tls>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// The same, naming topics and groups in `namespace`.
@@ -60,7 +70,11 @@ impl Cluster {
 
     /// A connection to `addr` (the name server or a broker) signing as this cluster's user.
     pub fn connect(&self, addr: &str) -> Result<BlockingClient, ClientError> {
-        Ok(BlockingClient::connect(addr, TIMEOUT)?.signed(self.credentials.clone()))
+        let client = match &self.tls {
+            None => BlockingClient::connect(addr, TIMEOUT)?,
+            Some(tls) => BlockingClient::connect_tls(addr, TIMEOUT, tls)?,
+        };
+        Ok(client.signed(self.credentials.clone()))
     }
 }
 

@@ -8,7 +8,8 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use driver::Credentials;
+use driver::rustls;
+use driver::{Credentials, Tls};
 use proto::{Command, FrameDecoder, HeaderEncoding, ResponseCode, acl, frame};
 
 /// What can go wrong talking to a peer.
@@ -36,13 +37,65 @@ pub enum ClientError {
     /// The request could not be encoded.
     #[error("{0}")]
     Encode(#[from] proto::EncodeError),
+    /// The TLS settings were refused (a bad certificate file, a bad server name).
+    #[error("{0}")]
+    Tls(String),
+}
+
+/// The connection: plain TCP, or TLS over it.
+enum Wire {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Wire {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(tcp) => tcp,
+            Self::Tls(tls) => tls.get_ref(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Plain(_) => "Plain",
+            Self::Tls(_) => "Tls",
+        })
+    }
+}
+
+impl Read for Wire {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(tcp) => tcp.read(buf),
+            Self::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Wire {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(tcp) => tcp.write(buf),
+            Self::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Plain(tcp) => tcp.flush(),
+            Self::Tls(tls) => tls.flush(),
+        }
+    }
 }
 
 /// One connection to a broker or name server.
 #[derive(Debug)]
 pub struct BlockingClient {
     addr: String,
-    stream: TcpStream,
+    stream: Wire,
     decoder: FrameDecoder,
     buf: BytesMut,
     next_opaque: i32,
@@ -54,18 +107,11 @@ pub struct BlockingClient {
 impl BlockingClient {
     /// Connects to `addr` (`host:port`) within `timeout`.
     pub fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
-        let io = |source| ClientError::Io {
-            addr: addr.to_owned(),
-            source,
-        };
-        let resolved = addr
-            .to_socket_addrs()
-            .map_err(io)?
-            .next()
-            .ok_or_else(|| io(std::io::Error::other("address resolves to nothing")))?;
-        let stream = TcpStream::connect_timeout(&resolved, timeout).map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
-        Ok(Self {
+        Ok(Self::over(addr, Wire::Plain(open_tcp(addr, timeout)?)))
+    }
+
+    fn over(addr: &str, stream: Wire) -> Self {
+        Self {
             addr: addr.to_owned(),
             stream,
             decoder: FrameDecoder::default(),
@@ -73,7 +119,23 @@ impl BlockingClient {
             next_opaque: 1,
             encoding: HeaderEncoding::Json,
             credentials: None,
-        })
+        }
+    }
+
+    /// Connects to `addr` within `timeout` over TLS as `tls` says; the handshake runs with the
+    /// first request, and a certificate the client does not trust fails it with the reason.
+    pub fn connect_tls(addr: &str, timeout: Duration, tls: &Tls) -> Result<Self, ClientError> {
+        let config = tls
+            .rustls_client_config()
+            .map_err(|e| ClientError::Tls(e.0))?;
+        let name = tls
+            .server_name_for(addr)
+            .map_err(|e| ClientError::Tls(e.0))?;
+        let tcp = open_tcp(addr, timeout)?;
+        let session = rustls::ClientConnection::new(config, name)
+            .map_err(|e| ClientError::Tls(format!("TLS to {addr}: {e}")))?;
+        let tls = rustls::StreamOwned::new(session, tcp);
+        Ok(Self::over(addr, Wire::Tls(Box::new(tls))))
     }
 
     /// Signs later requests with `credentials` (`None`: unsigned), for clusters with ACL.
@@ -161,7 +223,7 @@ impl BlockingClient {
                 addr: self.addr.clone(),
                 source,
             };
-            self.stream.set_read_timeout(Some(left)).map_err(io)?;
+            self.stream.tcp().set_read_timeout(Some(left)).map_err(io)?;
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err(ClientError::Closed(self.addr.clone())),
                 Ok(n) => self
@@ -185,4 +247,20 @@ impl BlockingClient {
             }
         }
     }
+}
+
+/// A TCP connection to `addr`, opened within `timeout`, with Nagle off.
+fn open_tcp(addr: &str, timeout: Duration) -> Result<TcpStream, ClientError> {
+    let io = |source| ClientError::Io {
+        addr: addr.to_owned(),
+        source,
+    };
+    let resolved = addr
+        .to_socket_addrs()
+        .map_err(io)?
+        .next()
+        .ok_or_else(|| io(std::io::Error::other("address resolves to nothing")))?;
+    let stream = TcpStream::connect_timeout(&resolved, timeout).map_err(io)?;
+    stream.set_nodelay(true).map_err(io)?;
+    Ok(stream)
 }

@@ -116,6 +116,9 @@ async fn run<R: Runtime>(
     if let Some(namespace) = &options.cluster.namespace {
         builder = builder.namespace(namespace.clone());
     }
+    if let Some(tls) = &options.cluster.tls {
+        builder = builder.tls(tls.clone());
+    }
     // Whether the cluster ever gave this consumer a queue, and the last request that failed:
     // a run that never got a queue ends with an error naming that failure, not a quiet exit 0.
     let reach = Arc::new(Reach::default());

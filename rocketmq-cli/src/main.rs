@@ -41,6 +41,25 @@ struct ClusterArgs {
     /// The tenant namespace topics and groups are named in (also RMQ_NAMESPACE).
     #[arg(long, env = "RMQ_NAMESPACE")]
     namespace: Option<String>,
+    /// Connect over TLS, checking the servers' certificates against the platform's roots (or
+    /// --tls-ca).
+    #[arg(long)]
+    tls: bool,
+    /// TLS: trust the CA certificates of this PEM file.
+    #[arg(long, requires = "tls")]
+    tls_ca: Option<std::path::PathBuf>,
+    /// TLS: show this client certificate chain (PEM), for brokers that ask for one.
+    #[arg(long, requires_all = ["tls", "tls_key"])]
+    tls_cert: Option<std::path::PathBuf>,
+    /// TLS: the private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// TLS: check certificates against this name instead of each address's host.
+    #[arg(long, requires = "tls")]
+    tls_server_name: Option<String>,
+    /// TLS: accept ANY server certificate, unchecked (test clusters only).
+    #[arg(long, requires = "tls")]
+    tls_insecure: bool,
 }
 
 impl ClusterArgs {
@@ -51,9 +70,26 @@ impl ClusterArgs {
             }
             _ => None,
         };
+        let tls = self.tls.then(|| {
+            let mut tls = driver::Tls::new();
+            if let Some(ca) = self.tls_ca {
+                tls = tls.ca_file(ca);
+            }
+            if let (Some(cert), Some(key)) = (self.tls_cert, self.tls_key) {
+                tls = tls.client_certificate(cert, key);
+            }
+            if let Some(name) = self.tls_server_name {
+                tls = tls.server_name(name);
+            }
+            if self.tls_insecure {
+                tls = tls.dangerous_accept_any_server_certificate();
+            }
+            tls
+        });
         admin::Cluster::new(self.namesrv)
             .with_credentials(credentials)
             .with_namespace(self.namespace)
+            .with_tls(tls)
     }
 }
 

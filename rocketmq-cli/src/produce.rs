@@ -131,6 +131,9 @@ pub fn produce(
     if let Some(namespace) = &cluster.namespace {
         builder = builder.namespace(namespace.clone());
     }
+    if let Some(tls) = &cluster.tls {
+        builder = builder.tls(tls.clone());
+    }
     let producer = builder.build()?;
     // A sharding key promises order, which only one send at a time keeps.
     let in_flight = if options.sharding_key.is_some() {

@@ -18,3 +18,5 @@ mod produce_consume_real_broker;
 mod produce_sharded_consume_smol;
 #[path = "cli/secured_cluster.rs"]
 mod secured_cluster;
+#[path = "cli/tls_cluster.rs"]
+mod tls_cluster;

@@ -21,6 +21,7 @@ use proto::{Command, HeaderEncoding, frame};
 
 use crate::connection;
 use crate::runtime::Runtime;
+use crate::transport::{self, Connector};
 
 /// Why a call got no answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,15 +72,18 @@ type ConnTable = Arc<Mutex<BTreeMap<String, Arc<Conn>>>>;
 /// The connections of one producer.
 pub(crate) struct Clients<R: Runtime> {
     runtime: R,
+    /// TLS for every connection, when the producer has it.
+    tls: Option<Connector>,
     conns: ConnTable,
     next_opaque: AtomicI32,
     next_conn: AtomicU64,
 }
 
 impl<R: Runtime> Clients<R> {
-    pub(crate) fn new(runtime: R) -> Self {
+    pub(crate) fn new(runtime: R, tls: Option<Connector>) -> Self {
         Self {
             runtime,
+            tls,
             conns: Arc::default(),
             // Java starts at 0 as well; any value works as long as it is unique per connection.
             next_opaque: AtomicI32::new(1),
@@ -165,6 +169,7 @@ impl<R: Runtime> Clients<R> {
 
         let task = run_conn(
             self.runtime.clone(),
+            self.tls.clone(),
             addr.to_owned(),
             Arc::clone(&conn),
             queued,
@@ -195,12 +200,13 @@ fn remove_if_same(conns: &ConnTable, addr: &str, id: u64) {
 /// side fails; then fails the calls left and leaves the table.
 async fn run_conn<R: Runtime>(
     runtime: R,
+    tls: Option<Connector>,
     addr: String,
     conn: Arc<Conn>,
     queued: mpsc::UnboundedReceiver<Bytes>,
     conns: ConnTable,
 ) {
-    let reason = match runtime.connect(addr.clone()).await {
+    let reason = match transport::connect(&runtime, addr.clone(), tls.as_ref()).await {
         Err(e) => format!("connect: {e}"),
         Ok(stream) => {
             conn.connected.store(true, Ordering::Release);

@@ -44,6 +44,9 @@ mod producer;
 mod push;
 mod runtime;
 mod setup;
+#[cfg(feature = "tls")]
+mod tls;
+mod transport;
 
 pub use consumer_core::namespace::Namespace;
 pub use consumer_core::producer::{
@@ -55,14 +58,21 @@ pub use consumer_core::{
     MessageQueue, ShutdownReport, SignatureAlgorithm,
 };
 pub use control::{CommitReport, ControlError};
+/// The rustls the `tls` feature uses, for [`Tls::rustls_client_config`]'s types.
+#[cfg(feature = "tls")]
+pub use futures_rustls::rustls;
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder};
 pub use producer::{Producer, ProducerBuilder};
 pub use proto::message::Message;
 pub use push::{PushConsumer, PushConsumerBuilder, RunningConsumer};
 pub use runtime::{BoxFuture, Runtime};
+#[cfg(feature = "tls")]
+pub use tls::Tls;
 
 /// The names an application needs, for the adapters to re-export in one line.
 pub mod prelude {
+    #[cfg(feature = "tls")]
+    pub use crate::Tls;
     pub use crate::{
         CommitReport, ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, ControlError,
         Credentials, DriverStopped, Event, FailureReason, Message, MessageQueue, ProducerConfig,

@@ -411,6 +411,9 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
 
         /// The tenant namespace (see `PushConsumerBuilder::namespace`).
         namespace;
+
+        /// TLS for every connection (see `PushConsumerBuilder::tls`).
+        tls;
     }
 
     /// Calls `observer` with every [`Event`] the consumer reports, on the driver task: it must

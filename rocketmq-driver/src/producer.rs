@@ -72,6 +72,8 @@ impl<R: Runtime> Producer<R> {
         ProducerBuilder {
             config: ProducerConfig::new(group, Vec::new()),
             client_ip: None,
+            #[cfg(feature = "tls")]
+            tls: None,
             _runtime: PhantomData,
         }
     }
@@ -195,6 +197,8 @@ fn unix_ms() -> i64 {
 pub struct ProducerBuilder<R: Runtime> {
     config: ProducerConfig,
     client_ip: Option<IpAddr>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::Tls>,
     _runtime: PhantomData<R>,
 }
 
@@ -254,6 +258,15 @@ impl<R: Runtime> ProducerBuilder<R> {
         self
     }
 
+    /// TLS for every connection to the name servers and brokers (see
+    /// `PushConsumerBuilder::tls`); plain TCP without.
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls(mut self, tls: crate::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// The tenant namespace (Java's `setNamespace`): topics and the producer group are sent as
     /// `namespace%name`, and [`SendResult::queue`] names the topic without it.
     #[must_use]
@@ -266,6 +279,10 @@ impl<R: Runtime> ProducerBuilder<R> {
     /// send).
     pub fn build(self) -> Result<Producer<R>, ConfigError> {
         self.config.validate()?;
+        #[cfg(feature = "tls")]
+        let tls = self.tls.as_ref().map(crate::Tls::connector).transpose()?;
+        #[cfg(not(feature = "tls"))]
+        let tls = None;
         let runtime = R::default();
         let ip = self.client_ip.unwrap_or_else(|| {
             self.config
@@ -290,7 +307,7 @@ impl<R: Runtime> ProducerBuilder<R> {
         );
         Ok(Producer {
             inner: Arc::new(Inner {
-                clients: Clients::new(runtime.clone()),
+                clients: Clients::new(runtime.clone(), tls),
                 runtime,
                 state: Mutex::new(State {
                     routes: Routes::new(self.config.route_ttl),

@@ -191,6 +191,13 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// `_` and `-` only; anything else fails `build`.
         namespace;
 
+        /// TLS for every connection to the name servers and brokers (Java's `useTLS`), with
+        /// the servers' certificates checked as [`Tls`](crate::Tls) says; plain TCP without.
+        /// A handshake that fails (an untrusted or wrongly named certificate, a plain server)
+        /// is logged with its reason and retried with the reconnect backoff. Bad certificate
+        /// files fail `build`.
+        tls;
+
         /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
         /// cache limits, intervals...). The consume mode is set by the `start_*` method.
         configure;

@@ -27,6 +27,9 @@ pub(crate) struct Setup {
     pub(crate) instance_name: Option<String>,
     /// Broadcasting: the directory of the offset files (the default when `None`).
     pub(crate) offset_dir: Option<PathBuf>,
+    /// TLS for every connection (`None`: plain TCP).
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::Tls>,
 }
 
 /// A checked [`Setup`], ready to create consumers.
@@ -37,6 +40,8 @@ pub(crate) struct Checked {
     offset_file: Option<OffsetFile>,
     /// Broadcasting: the offsets the last run stored.
     stored: Vec<(MessageQueue, i64)>,
+    /// The TLS settings made ready.
+    tls: Option<crate::transport::Connector>,
 }
 
 impl Setup {
@@ -47,6 +52,8 @@ impl Setup {
             client_ip: None,
             instance_name: None,
             offset_dir: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -98,6 +105,11 @@ impl Setup {
         self.instance_name = Some(name.into());
     }
 
+    #[cfg(feature = "tls")]
+    pub(crate) fn tls(&mut self, tls: crate::Tls) {
+        self.tls = Some(tls);
+    }
+
     pub(crate) fn namespace(&mut self, namespace: impl Into<String>) {
         self.config.namespace = Some(namespace.into());
     }
@@ -146,7 +158,12 @@ impl Setup {
                 consumer_core::default_instance_name(std::process::id(), since_epoch.as_nanos())
             }
         };
+        #[cfg(feature = "tls")]
+        let tls = self.tls.as_ref().map(crate::Tls::connector).transpose()?;
+        #[cfg(not(feature = "tls"))]
+        let tls = None;
         Ok(Checked {
+            tls,
             client_id: consumer_core::client_id(&ip, &instance),
             setup: self,
             offset_file,
@@ -202,6 +219,7 @@ impl Checked {
             inputs_tx: inputs_tx.clone(),
             inputs,
             done,
+            tls: self.tls.clone(),
         };
         runtime.spawn(Box::pin(driver.run().instrument(span)));
         Spawned {
@@ -338,6 +356,11 @@ macro_rules! setup_setters {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] instance_name(
             name: impl Into<String>
         ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* tls; $($rest:tt)*) => {
+        #[cfg(feature = "tls")]
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] tls(tls: $crate::Tls));
         $crate::setup::setup_setters!($($rest)*);
     };
     ($(#[$doc:meta])* namespace; $($rest:tt)*) => {

@@ -29,6 +29,7 @@ mod scenario {
     pub(crate) mod secured;
     pub(crate) mod sql92_filter;
     pub(crate) mod tag_filter;
+    pub(crate) mod tls;
 }
 
 #[path = "real_broker/async_std_real_broker.rs"]
@@ -61,3 +62,5 @@ mod push_consume_tag_filter;
 mod reconsume;
 #[path = "real_broker/secured.rs"]
 mod secured;
+#[path = "real_broker/tls.rs"]
+mod tls;

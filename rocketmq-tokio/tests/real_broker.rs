@@ -32,6 +32,7 @@ mod scenario {
     pub(crate) mod secured;
     pub(crate) mod sql92_filter;
     pub(crate) mod tag_filter;
+    pub(crate) mod tls;
 }
 
 #[path = "real_broker/broadcasting.rs"]
@@ -66,3 +67,5 @@ mod push_consume_tag_filter;
 mod reconsume;
 #[path = "real_broker/secured.rs"]
 mod secured;
+#[path = "real_broker/tls.rs"]
+mod tls;

@@ -18,6 +18,7 @@ use proto::{Command, HeaderEncoding, frame};
 use crate::connection;
 use crate::input::Input;
 use crate::runtime::Runtime;
+use crate::transport::{self, Connector};
 
 /// What happened on a connection.
 pub(super) enum ConnEvent {
@@ -47,19 +48,26 @@ pub(super) struct Conns<R: Runtime> {
     /// Where a writer reports that its connection broke.
     inputs: mpsc::UnboundedSender<Input>,
     open: BTreeMap<ConnId, Conn>,
+    /// TLS for every connection, when the client has it.
+    tls: Option<Connector>,
     /// Every connection's events, polled by the driver task; never ends (it holds a stream
     /// that yields nothing), so polling it with no connection open waits instead of spinning.
     reads: SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>,
 }
 
 impl<R: Runtime> Conns<R> {
-    pub(super) fn new(runtime: R, inputs: mpsc::UnboundedSender<Input>) -> Self {
+    pub(super) fn new(
+        runtime: R,
+        inputs: mpsc::UnboundedSender<Input>,
+        tls: Option<Connector>,
+    ) -> Self {
         let mut reads = SelectAll::new();
         reads.push(stream::pending().boxed());
         Self {
             runtime,
             inputs,
             open: BTreeMap::new(),
+            tls,
             reads,
         }
     }
@@ -73,9 +81,16 @@ impl<R: Runtime> Conns<R> {
         let runtime = self.runtime.clone();
         let inputs = self.inputs.clone();
         let peer = addr.clone();
+        let tls = self.tls.clone();
         let opened = async move {
-            let Ok(stream) = runtime.connect(peer).await else {
-                return stream::iter([(conn, ConnEvent::Lost)]).boxed();
+            let stream = match transport::connect(&runtime, peer.clone(), tls.as_ref()).await {
+                Ok(stream) => stream,
+                Err(error) => {
+                    // The core retries with its backoff; the reason (a refused port, a TLS
+                    // certificate the client does not trust) is only known here.
+                    tracing::warn!(peer = %peer, %error, "could not connect");
+                    return stream::iter([(conn, ConnEvent::Lost)]).boxed();
+                }
             };
             let (reader, writer) = stream.split();
             // Stops when a write fails or the driver drops the sender; a failure is reported

@@ -43,6 +43,8 @@ pub(crate) struct Driver<R: Runtime> {
     pub(crate) inputs_tx: mpsc::UnboundedSender<Input>,
     pub(crate) inputs: mpsc::UnboundedReceiver<Input>,
     pub(crate) done: oneshot::Sender<ShutdownReport>,
+    /// TLS for every connection, when the client has it.
+    pub(crate) tls: Option<crate::transport::Connector>,
 }
 
 impl<R: Runtime> Driver<R> {
@@ -57,13 +59,14 @@ impl<R: Runtime> Driver<R> {
             inputs_tx,
             mut inputs,
             done,
+            tls,
         } = self;
         let mut io = Io {
             runtime: runtime.clone(),
             events,
             offsets,
             offsets_stored: true,
-            conns: Conns::new(runtime.clone(), inputs_tx.clone()),
+            conns: Conns::new(runtime.clone(), inputs_tx.clone(), tls),
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
             report: None,
             waiters: Waiters::default(),

@@ -37,6 +37,11 @@ final class Args {
         spec.put("secret-key", Kind.VALUE);
         // ClientConfig.setNamespace for the run's producer and consumers.
         spec.put("namespace", Kind.VALUE);
+        // TLS (see Tls): every subcommand's clients connect with it.
+        spec.put("tls", Kind.FLAG);
+        spec.put("tls-ca", Kind.VALUE);
+        spec.put("tls-cert", Kind.VALUE);
+        spec.put("tls-key", Kind.VALUE);
     }
 
     Args value(String... names) {

@@ -16,10 +16,13 @@ import org.apache.rocketmq.client.exception.MQClientException;
 public final class Peer {
     static final String USAGE = String.join("\n",
         "usage: peer.Peer SUBCOMMAND [--namesrv ADDR] [--client-log DIR] [--timeout-s S]",
-        "          [--access-key AK --secret-key SK] [--namespace NS] [OPTIONS]",
+        "          [--access-key AK --secret-key SK] [--namespace NS]",
+        "          [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [OPTIONS]",
         "  (--namesrv defaults to $NAMESRV_ADDR; --timeout-s to 60; --client-log sets rocketmq.client.logRoot;",
         "  --access-key/--secret-key sign every request with AclClientRPCHook; refusals print \"refused\" lines;",
-        "  --namespace sets ClientConfig.namespace on produce and consume)",
+        "  --namespace sets ClientConfig.namespace on produce and consume;",
+        "  --tls connects with TLS, trusting any server; --tls-ca FILE (implies --tls) checks the server's",
+        "  certificate against FILE; --tls-cert/--tls-key (PEM, PKCS#8 key) present a client certificate)",
         "",
         "  produce --topic T --count N [--group PG] [--instance NAME] [--tag TAG] [--keys PREFIX]",
         "          [--prop k=v]... [--body TEMPLATE] [--body-size BYTES] [--batch B]",
@@ -127,6 +130,8 @@ public final class Peer {
         System.setProperty("rocketmq.client.logRoot", logRoot);
         // The client's inner logger writes the file; SLF4J would send it to logback (stderr).
         System.setProperty("rocketmq.client.logUseSlf4j", "false");
+        // Before any client exists: ClientConfig.useTLS starts as TlsSystemConfig.tlsEnable.
+        Tls.configure(a);
     }
 
     /**
