@@ -5,12 +5,13 @@
 //!    bytes) with the producer, before anything is timed;
 //! 2. drains it in `E2E_RUNS` (7) rounds, each (a) with a bare pull loop: one `PULL_MESSAGE` of
 //!    32 in flight per queue and nothing else, the ceiling; (b) with the push consumer on tokio;
-//!    (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push consumer and
-//!    (k, k32) its lite pull consumer (`scripts/java-peer bench`). The handlers only
-//!    count, unless `E2E_HANDLER_US` gives each message that many µs of busy work. "vs bare"
-//!    is the median of the per-round ratios. Each drain runs in a
-//!    child process (this program re-executed with a role), which reports its wall time, CPU
-//!    seconds (user + sys, `/proc/self/stat`) over the drain and peak RSS (`VmHWM`);
+//!    (t) the same over TLS (rustls, against the broker's TLS-permissive port, `E2E_TLS=0` to
+//!    leave it out); (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push
+//!    consumer and (k, k32) its lite pull consumer (`scripts/java-peer bench`). The handlers
+//!    only count, unless `E2E_HANDLER_US` gives each message that many µs of busy work. "vs
+//!    bare" is the median of the per-round ratios. Each drain runs in a child process (this
+//!    program re-executed with a role), which reports its wall time, CPU seconds (user + sys,
+//!    `/proc/self/stat`) over the drain and peak RSS (`VmHWM`);
 //! 3. measures (d) produce-to-consume latency with long polling: a push consumer idle on an
 //!    empty topic, messages sent one at a time at a modest rate, latency = receive time - born
 //!    timestamp; and (e) the time from starting a process to its first delivered message, for a
@@ -119,6 +120,11 @@ fn parent() {
         ("(b1) tokio, 1 worker", "tokio", Some(1)),
         ("(c1) smol, 1 thread", "smol", Some(1)),
     ];
+    // The tokio consumer over TLS, against the same broker (E2E_TLS=0 leaves it out, for a
+    // broker that does not answer TLS).
+    if env_or("E2E_TLS", 1) != 0 {
+        roles.insert(2, ("(t) tokio over TLS", "tokio-tls", None));
+    }
     // Apache's Java client, the peer to beat (E2E_JAVA=0 leaves it out).
     if env_or("E2E_JAVA", 1) != 0 {
         roles.extend(
@@ -541,16 +547,20 @@ fn child(args: &[String]) {
             .expect("a tokio runtime starts")
             .block_on(bare(namesrv, topic)),
         "tokio" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
-            namesrv, topic, total, None,
+            namesrv, topic, total, None, false,
+        )),
+        "tokio-tls" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
+            namesrv, topic, total, None, true,
         )),
         "smol" => smol::block_on(push::<rocketmq_smol::SmolRuntime>(
-            namesrv, topic, total, None,
+            namesrv, topic, total, None, false,
         )),
         "first" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
             namesrv,
             topic,
             1,
             Some(main_started),
+            false,
         )),
         other => panic!("unknown child role {other}"),
     };
@@ -728,6 +738,7 @@ async fn push<R: driver::Runtime>(
     topic: &str,
     total: u64,
     first_since: Option<Instant>,
+    tls: bool,
 ) -> Value {
     let counted = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let handler_work = Duration::from_micros(env_or("E2E_HANDLER_US", 0));
@@ -736,10 +747,18 @@ async fn push<R: driver::Runtime>(
     let started = Instant::now();
     let running = {
         let counted = Arc::clone(&counted);
-        driver::PushConsumer::<R>::builder(format!("e2e-push-{}", stamp()))
+        let builder = driver::PushConsumer::<R>::builder(format!("e2e-push-{}", stamp()))
             .name_server(namesrv)
             .subscribe(topic, "*")
-            .consume_from(driver::ConsumeFrom::First)
+            .consume_from(driver::ConsumeFrom::First);
+        // Apache's servers are TLS-permissive by default, with a self-signed test-mode
+        // certificate: the same broker serves the plain and the TLS drains.
+        let builder = if tls {
+            builder.tls(driver::Tls::new().dangerous_accept_any_server_certificate())
+        } else {
+            builder
+        };
+        builder
             .build()
             .expect("the consumer's configuration is valid")
             .start_concurrently(move |messages: Vec<driver::Message>| {
