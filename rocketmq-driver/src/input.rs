@@ -31,6 +31,10 @@ pub(crate) enum Input {
     Pull(PullCommand),
     /// The application rotated its ACL credentials.
     Credentials(Option<consumer_core::Credentials>),
+    /// A push consumer's application paused these queues.
+    Pause(Vec<MessageQueue>),
+    /// ... or resumed them.
+    Resume(Vec<MessageQueue>),
 }
 
 /// What a lite pull consumer asks of its driver. Every command but `Take` first answers a

@@ -5,10 +5,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use consumer_core::config::ConsumeMode;
-use consumer_core::{ConfigError, ConsumeOutcome, Event};
+use consumer_core::{ConfigError, ConsumeOutcome, Event, MessageQueue};
 use proto::message::Message;
 
-use crate::input::{EventSink, Handler};
+use crate::input::{EventSink, Handler, Input};
 use crate::runtime::Runtime;
 use crate::setup::{Checked, Setup, Spawned, setup_setters};
 #[cfg(doc)]
@@ -234,6 +234,21 @@ impl RunningConsumer {
     /// The client id brokers know this consumer by.
     pub fn client_id(&self) -> &str {
         &self.client_id
+    }
+
+    /// Stops delivering `queues` (and pulling them) until [`RunningConsumer::resume`]: within
+    /// one pull round trip nothing more of them reaches the handler, while the other queues
+    /// flow; deliveries already running finish. The pause is by queue, so it outlasts
+    /// rebalances that keep a queue, and covers a queue assigned later.
+    pub fn pause(&self, queues: impl IntoIterator<Item = MessageQueue>) {
+        self.spawned
+            .tell(Input::Pause(queues.into_iter().collect()));
+    }
+
+    /// Delivers (and pulls) `queues` again; what was cached meanwhile comes first.
+    pub fn resume(&self, queues: impl IntoIterator<Item = MessageQueue>) {
+        self.spawned
+            .tell(Input::Resume(queues.into_iter().collect()));
     }
 
     /// Signs every request from now on with `credentials` (`None`: unsigned), so rotated ACL

@@ -237,6 +237,11 @@ pub(crate) struct Spawned {
 }
 
 impl Spawned {
+    /// Tells the driver task `input` (a stopped driver has nothing to act on).
+    pub(crate) fn tell(&self, input: Input) {
+        let _ = self.inputs.unbounded_send(input);
+    }
+
     /// Signs every request from now on with `credentials` (`None`: unsigned).
     pub(crate) fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
         // A stopped driver has nothing left to sign.

@@ -22,6 +22,7 @@ mod scenario {
     pub(crate) mod lite_pull;
     pub(crate) mod namespaces;
     pub(crate) mod orderly;
+    pub(crate) mod pause_resume;
     pub(crate) mod producer_order;
     pub(crate) mod real_broker;
     pub(crate) mod reconsume;
@@ -44,6 +45,8 @@ mod lite_pull;
 mod namespaces;
 #[path = "real_broker/orderly.rs"]
 mod orderly;
+#[path = "real_broker/pause_resume.rs"]
+mod pause_resume;
 #[path = "real_broker/producer_real_broker.rs"]
 mod producer_real_broker;
 #[path = "real_broker/push_consume_consume_from_timestamp.rs"]

@@ -49,6 +49,8 @@ mod poll_mode_seek_pause;
 mod poll_mode_takes_messages;
 #[path = "core/poll_mode_unread.rs"]
 mod poll_mode_unread;
+#[path = "core/push_pause_resume.rs"]
+mod push_pause_resume;
 #[path = "core/rebalance_member_joins.rs"]
 mod rebalance_member_joins;
 #[path = "core/reset_offset_command.rs"]

@@ -685,9 +685,12 @@ impl Consumer {
             // Orderly: one batch of a queue at a time, and only under a valid lease; the queue
             // comes back to the turns when its batch completes or its suspension ends.
             let batch = self.config.consume_batch_size;
+            let paused = &self.paused;
             let taken = self.queues.take_turn(key, batch, |state| {
                 state.phase != Phase::Revoking
                     && !(orderly && (state.pq().is_busy() || (leased && !state.lease_valid(now))))
+                    // A paused queue leaves the turns; `resume` puts it back.
+                    && (paused.is_empty() || !paused.contains(&state.mq))
             });
             let Some((queue, epoch, messages)) = taken else {
                 continue;

@@ -195,13 +195,16 @@ impl Consumer {
         Ok(id)
     }
 
-    /// Stops pulling and handing out `mq` until [`Consumer::resume`].
+    /// Stops pulling and handing out `mq` until [`Consumer::resume`], in every mode: a push
+    /// consumer delivers nothing more from it (deliveries already out finish as usual), a poll
+    /// consumer hands none out; what is cached stays. The pause is by queue, so it outlasts
+    /// rebalances that keep the queue, and applies to a queue assigned later.
     pub fn pause(&mut self, mq: &MessageQueue) {
         let mq = self.inward_queue(mq).into_owned();
         self.paused.insert(mq);
     }
 
-    /// Pulls and hands out `mq` again.
+    /// Pulls and hands out (delivers) `mq` again.
     pub fn resume(&mut self, now: Instant, mq: &MessageQueue) {
         let mq = &*self.inward_queue(mq);
         if !self.paused.remove(mq) {

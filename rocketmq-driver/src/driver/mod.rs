@@ -160,6 +160,16 @@ impl<R: Runtime> Io<R> {
             }
             Input::Pull(command) => self.pull_command(consumer, now, command),
             Input::Credentials(credentials) => consumer.set_credentials(credentials),
+            Input::Pause(queues) => {
+                for queue in &queues {
+                    consumer.pause(queue);
+                }
+            }
+            Input::Resume(queues) => {
+                for queue in &queues {
+                    consumer.resume(now, queue);
+                }
+            }
         }
     }
 

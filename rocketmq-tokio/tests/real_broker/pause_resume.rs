@@ -1,0 +1,12 @@
+//! tokio: a running push consumer's paused queue waits until resumed, on the real broker;
+//! the scenario is `rocketmq-driver/tests/support/pause_resume.rs`.
+
+use crate::scenario::pause_resume;
+use crate::support;
+
+#[test]
+fn tokio_a_paused_queue_waits_until_resumed() {
+    support::block_on(pause_resume::a_paused_queue_waits_until_resumed::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio"));
+}
