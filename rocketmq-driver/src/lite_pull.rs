@@ -272,12 +272,7 @@ impl<R: Runtime> LitePullConsumer<R> {
         &mut self,
         command: impl FnOnce(oneshot::Sender<T>) -> PullCommand,
     ) -> Result<T, ControlError> {
-        let (reply, answer) = oneshot::channel();
-        self.spawned
-            .inputs
-            .unbounded_send(Input::Pull(command(reply)))
-            .map_err(|_| ControlError::Stopped)?;
-        answer.await.map_err(|_| ControlError::Stopped)
+        self.spawned.ask(command).await
     }
 }
 

@@ -8,7 +8,8 @@ use consumer_core::config::ConsumeMode;
 use consumer_core::{ConfigError, ConsumeOutcome, Event, MessageQueue};
 use proto::message::Message;
 
-use crate::input::{EventSink, Handler, Input};
+use crate::control::ControlError;
+use crate::input::{EventSink, Handler, Input, PullCommand};
 use crate::runtime::Runtime;
 use crate::setup::{Checked, Setup, Spawned, setup_setters};
 #[cfg(doc)]
@@ -243,6 +244,41 @@ impl RunningConsumer {
     pub fn pause(&self, queues: impl IntoIterator<Item = MessageQueue>) {
         self.spawned
             .tell(Input::Pause(queues.into_iter().collect()));
+    }
+
+    /// Moves owned queue `queue` to `offset`: what is cached and in flight for it is dropped
+    /// (completions of deliveries already running no longer count), pulling restarts there,
+    /// and the offset is committed as consumed up to there. Fails with
+    /// [`ControlError::Rejected`] for a queue this consumer does not own or has not started.
+    pub async fn seek(&self, queue: &MessageQueue, offset: i64) -> Result<(), ControlError> {
+        self.spawned
+            .ask(|reply| PullCommand::Seek {
+                queue: queue.clone(),
+                offset,
+                reply,
+            })
+            .await?
+    }
+
+    /// [`RunningConsumer::seek`] to the queue's first stored message, once the broker said
+    /// where that is.
+    pub async fn seek_to_begin(&self, queue: &MessageQueue) -> Result<(), ControlError> {
+        self.seek_to_edge(queue, false).await
+    }
+
+    /// [`RunningConsumer::seek`] past the queue's last stored message.
+    pub async fn seek_to_end(&self, queue: &MessageQueue) -> Result<(), ControlError> {
+        self.seek_to_edge(queue, true).await
+    }
+
+    async fn seek_to_edge(&self, queue: &MessageQueue, to_end: bool) -> Result<(), ControlError> {
+        self.spawned
+            .ask(|reply| PullCommand::SeekToEdge {
+                queue: queue.clone(),
+                to_end,
+                reply,
+            })
+            .await?
     }
 
     /// Delivers (and pulls) `queues` again; what was cached meanwhile comes first.

@@ -237,6 +237,18 @@ pub(crate) struct Spawned {
 }
 
 impl Spawned {
+    /// Sends a control command made around a reply channel and waits for the reply.
+    pub(crate) async fn ask<T>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> crate::input::PullCommand,
+    ) -> Result<T, crate::ControlError> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs
+            .unbounded_send(Input::Pull(command(reply)))
+            .map_err(|_| crate::ControlError::Stopped)?;
+        answer.await.map_err(|_| crate::ControlError::Stopped)
+    }
+
     /// Tells the driver task `input` (a stopped driver has nothing to act on).
     pub(crate) fn tell(&self, input: Input) {
         let _ = self.inputs.unbounded_send(input);

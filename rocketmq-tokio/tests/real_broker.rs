@@ -27,6 +27,7 @@ mod scenario {
     pub(crate) mod orderly;
     pub(crate) mod pause_resume;
     pub(crate) mod producer_order;
+    pub(crate) mod push_seek;
     pub(crate) mod real_broker;
     pub(crate) mod reconsume;
     pub(crate) mod resume_committed;
@@ -66,6 +67,8 @@ mod push_consume_resume_committed;
 mod push_consume_sql92_filter;
 #[path = "real_broker/push_consume_tag_filter.rs"]
 mod push_consume_tag_filter;
+#[path = "real_broker/push_seek.rs"]
+mod push_seek;
 #[path = "real_broker/reconsume.rs"]
 mod reconsume;
 #[path = "real_broker/secured.rs"]

@@ -51,6 +51,8 @@ mod poll_mode_takes_messages;
 mod poll_mode_unread;
 #[path = "core/push_pause_resume.rs"]
 mod push_pause_resume;
+#[path = "core/push_seek.rs"]
+mod push_seek;
 #[path = "core/rebalance_member_joins.rs"]
 mod rebalance_member_joins;
 #[path = "core/reset_offset_command.rs"]

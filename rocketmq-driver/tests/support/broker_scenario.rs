@@ -385,6 +385,25 @@ impl Consuming {
     }
 }
 
+/// Reads what `items` brings until `done(read so far)` holds or `window` passed; returns it.
+pub(crate) async fn read_until<R: Runtime, T>(
+    items: &mut UnboundedReceiver<T>,
+    window: Duration,
+    done: impl Fn(&[T]) -> bool,
+) -> Vec<T> {
+    let runtime = R::default();
+    let deadline = runtime.now() + window;
+    let mut got = Vec::new();
+    while !done(&got) {
+        let mut timer = runtime.sleep_until(deadline);
+        match future::select(items.next(), timer.as_mut()).await {
+            Either::Left((Some(item), _)) => got.push(item),
+            Either::Left((None, _)) | Either::Right(((), _)) => break,
+        }
+    }
+    got
+}
+
 /// Polls `condition` every 100 ms until it holds, panicking with `what` after [`WAIT`].
 pub(crate) async fn wait_for<R: Runtime>(what: &str, mut condition: impl FnMut() -> bool) {
     let runtime = R::default();

@@ -3,32 +3,12 @@
 //! they all arrive.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use super::broker_scenario::{QUIET, Topic, WAIT, build_tracked, builder, start_forwarding};
+use super::broker_scenario::{
+    QUIET, Topic, WAIT, build_tracked, builder, read_until, start_forwarding,
+};
 use driver::prelude::*;
-use futures_util::StreamExt;
-use futures_util::future::{self, Either};
 use rocketmq_tests::unique;
-
-/// Reads `(queue id, body)` pairs for `window`, or until `done(read so far)` holds.
-async fn read<R: Runtime>(
-    bodies: &mut futures_channel::mpsc::UnboundedReceiver<(i32, String)>,
-    window: Duration,
-    done: impl Fn(&[(i32, String)]) -> bool,
-) -> Vec<(i32, String)> {
-    let runtime = R::default();
-    let deadline = runtime.now() + window;
-    let mut got = Vec::new();
-    while !done(&got) {
-        let mut timer = runtime.sleep_until(deadline);
-        match future::select(bodies.next(), timer.as_mut()).await {
-            Either::Left((Some(item), _)) => got.push(item),
-            Either::Left((None, _)) | Either::Right(((), _)) => break,
-        }
-    }
-    got
-}
 
 pub(crate) async fn a_paused_queue_waits_until_resumed<R: Runtime>(prefix: &str) {
     let topic = Topic::create(&format!("{prefix}-pause"), 2);
@@ -53,12 +33,12 @@ pub(crate) async fn a_paused_queue_waits_until_resumed<R: Runtime>(prefix: &str)
     // `Topic::send` puts message i in queue i % 2.
     let sent = topic.send("paused", 20, None);
     let expect_open: BTreeSet<&String> = sent.iter().filter(|b| ends_odd(b)).collect();
-    let got = read::<R>(&mut bodies, WAIT, |got| {
+    let got = read_until::<R, _>(&mut bodies, WAIT, |got| {
         expect_open.iter().all(|b| got.iter().any(|(_, g)| g == *b))
     })
     .await;
     let mut got = got;
-    got.extend(read::<R>(&mut bodies, QUIET, |_| false).await);
+    got.extend(read_until::<R, _>(&mut bodies, QUIET, |_| false).await);
     assert!(
         got.iter().all(|(queue, _)| *queue == 1),
         "nothing of the paused queue 0 arrives: {got:?}"
@@ -66,7 +46,7 @@ pub(crate) async fn a_paused_queue_waits_until_resumed<R: Runtime>(prefix: &str)
     assert_eq!(got.len(), 10, "every message of queue 1 arrives: {got:?}");
 
     running.resume([paused]);
-    let rest = read::<R>(&mut bodies, WAIT, |got| got.len() >= 10).await;
+    let rest = read_until::<R, _>(&mut bodies, WAIT, |got| got.len() >= 10).await;
     let rest_bodies: BTreeSet<&String> = rest.iter().map(|(_, b)| b).collect();
     let expect_paused: BTreeSet<&String> = sent.iter().filter(|b| !ends_odd(b)).collect();
     assert!(

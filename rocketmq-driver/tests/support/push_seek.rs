@@ -1,0 +1,73 @@
+//! A running push consumer's `seek_to_begin` and `seek` on the real broker: the queue's
+//! messages are delivered again from the start, then from the sought offset; a queue the
+//! consumer does not own is refused.
+
+use std::collections::BTreeSet;
+
+use super::broker_scenario::{
+    Topic, WAIT, build_tracked, builder, read_until, start_forwarding, wait_for,
+};
+use driver::ControlError;
+use driver::prelude::*;
+use rocketmq_tests::unique;
+
+pub(crate) async fn seeking_back_delivers_again<R: Runtime>(prefix: &str) {
+    let topic = Topic::create(&format!("{prefix}-seek"), 1);
+    let (consumer, owned) = build_tracked(
+        &topic,
+        builder::<R>(
+            &topic,
+            &unique(&format!("{prefix}-seek")),
+            "*",
+            ConsumeFrom::First,
+        ),
+    );
+    let (running, mut bodies) = start_forwarding(consumer, |m| {
+        (
+            m.queue_offset(),
+            String::from_utf8_lossy(m.body()).into_owned(),
+        )
+    });
+    wait_for::<R>("the consumer owns the queue", || {
+        owned.get() == BTreeSet::from([0])
+    })
+    .await;
+    let sent = topic.send("seek", 10, None);
+    let first = read_until::<R, _>(&mut bodies, WAIT, |got| got.len() >= 10).await;
+    // Concurrent handlers may finish out of order: compare the offsets as sets.
+    let offsets = |got: &[(i64, String)]| got.iter().map(|(o, _)| *o).collect::<BTreeSet<_>>();
+    assert_eq!(offsets(&first), (0..10).collect(), "{first:?}");
+
+    let queue = MessageQueue::new(&topic.name, &topic.broker_name(), 0);
+    running
+        .seek_to_begin(&queue)
+        .await
+        .expect("an owned queue seeks to its start");
+    let again = read_until::<R, _>(&mut bodies, WAIT, |got| got.len() >= 10).await;
+    let bodies_again: BTreeSet<String> = again.iter().map(|(_, b)| b.clone()).collect();
+    assert_eq!(
+        bodies_again, sent,
+        "everything again from the start: {again:?}"
+    );
+
+    running
+        .seek(&queue, 5)
+        .await
+        .expect("an owned queue seeks to an offset");
+    let tail = read_until::<R, _>(&mut bodies, WAIT, |got| got.len() >= 5).await;
+    assert_eq!(
+        offsets(&tail),
+        (5..10).collect(),
+        "from the sought offset: {tail:?}"
+    );
+
+    let other = MessageQueue::new(&topic.name, &topic.broker_name(), 7);
+    assert!(
+        matches!(
+            running.seek(&other, 0).await,
+            Err(ControlError::Rejected(_))
+        ),
+        "a queue it does not own is refused"
+    );
+    drop(running.shutdown().await);
+}
