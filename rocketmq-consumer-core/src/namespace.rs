@@ -112,9 +112,12 @@ impl Namespace {
     /// Unwraps `message`'s topic in place, when it is in this namespace (the consumer does it
     /// to each message it hands out, as Java's `resetRetryAndNamespace`).
     pub fn unwrap_message(&self, message: &mut Message) {
-        if self.holds(message.topic()) {
-            let topic = self.unwrap(message.topic()).into_owned();
-            message.set_topic(topic);
+        let topic = message.topic();
+        let unwrapped = self.unwrap(topic);
+        // Unwrapping only ever strips: a shorter name is one that changed.
+        if unwrapped.len() != topic.len() {
+            let unwrapped = unwrapped.into_owned();
+            message.set_topic(unwrapped);
         }
     }
 
@@ -179,8 +182,12 @@ impl Namespace {
     pub(crate) fn wrap_polled(&self, mut polled: Polled) -> Polled {
         polled.queue = self.wrap_queue(&polled.queue);
         for message in &mut polled.messages {
-            let topic = self.wrap(message.topic()).into_owned();
-            if topic != message.topic() {
+            // `wrap` allocates only for a name it changes.
+            let wrapped = match self.wrap(message.topic()) {
+                Cow::Owned(topic) => Some(topic),
+                Cow::Borrowed(_) => None,
+            };
+            if let Some(topic) = wrapped {
                 message.set_topic(topic);
             }
         }

@@ -96,7 +96,7 @@ impl<R: Runtime> LitePullConsumer<R> {
     /// Signs every request from now on with `credentials` (`None`: unsigned), so rotated ACL
     /// keys take effect without a restart.
     pub fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
-        self.spawned.set_credentials(credentials);
+        self.spawned.tell(Input::Credentials(credentials));
     }
 
     /// The queues the consumer reads now (subscribe mode: its share after rebalance; assign

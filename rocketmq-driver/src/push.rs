@@ -290,7 +290,7 @@ impl RunningConsumer {
     /// Signs every request from now on with `credentials` (`None`: unsigned), so rotated ACL
     /// keys take effect without a restart. Requests already sent keep their signature.
     pub fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
-        self.spawned.set_credentials(credentials);
+        self.spawned.tell(Input::Credentials(credentials));
     }
 
     /// Shuts down gracefully: no new pulls or deliveries; in-flight handlers get up to

@@ -254,12 +254,6 @@ impl Spawned {
         let _ = self.inputs.unbounded_send(input);
     }
 
-    /// Signs every request from now on with `credentials` (`None`: unsigned).
-    pub(crate) fn set_credentials(&self, credentials: Option<consumer_core::Credentials>) {
-        // A stopped driver has nothing left to sign.
-        let _ = self.inputs.unbounded_send(Input::Credentials(credentials));
-    }
-
     /// Asks for a graceful shutdown and waits for its report.
     pub(crate) async fn shutdown(&mut self) -> Result<ShutdownReport, DriverStopped> {
         let _ = self.inputs.unbounded_send(Input::Shutdown);
