@@ -7,6 +7,7 @@ use std::time::Instant;
 use proto::Command;
 
 use crate::output::ConnId;
+use crate::stats::{ConnectionState, ConnectionStats};
 
 #[derive(Debug)]
 enum State {
@@ -65,6 +66,7 @@ impl Connections {
         if self.down_until.get(addr).is_some_and(|until| now < *until) {
             return (Route::Unavailable, Some(command));
         }
+        self.down_until.remove(addr);
         self.next_id += 1;
         let id = ConnId(self.next_id);
         self.by_addr.insert(
@@ -149,6 +151,30 @@ impl Connections {
     /// Every open or opening connection.
     pub(crate) fn ids(&self) -> Vec<ConnId> {
         self.by_id.keys().copied().collect()
+    }
+
+    /// Every connection, and every address that failed and was not reopened since, in address
+    /// order.
+    pub(crate) fn stats(&self) -> Vec<ConnectionStats> {
+        let open = self.by_addr.iter().map(|(addr, entry)| ConnectionStats {
+            addr: addr.clone(),
+            state: match entry.state {
+                State::Connecting(_) => ConnectionState::Connecting,
+                State::Connected => ConnectionState::Connected,
+            },
+            timeouts: entry.timeouts,
+        });
+        let down = self
+            .down_until
+            .iter()
+            .map(|(addr, &until)| ConnectionStats {
+                addr: addr.clone(),
+                state: ConnectionState::Down { until },
+                timeouts: 0,
+            });
+        let mut all: Vec<_> = open.chain(down).collect();
+        all.sort_by(|a, b| a.addr.cmp(&b.addr));
+        all
     }
 
     /// Forgets every connection (after the consumer closed them).

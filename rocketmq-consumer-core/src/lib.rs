@@ -66,7 +66,7 @@ pub use output::{
 };
 pub use proto::MessageQueue;
 pub use proto::acl::{Credentials, SignatureAlgorithm};
-pub use stats::{ConsumerStats, QueueStats};
+pub use stats::{ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats};
 
 /// Java's instance name for a clustering consumer: `pid#startNanos`, unique per process
 /// (`ClientConfig.changeInstanceNameToPID`), so two containers with the same pid still differ.

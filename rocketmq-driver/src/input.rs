@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use consumer_core::output::Polled;
-use consumer_core::{ConnId, ConsumeOutcome, DeliveryId, Event, MessageQueue};
+use consumer_core::{ConnId, ConsumeOutcome, ConsumerStats, DeliveryId, Event, MessageQueue};
 use futures_channel::oneshot;
 use proto::message::Message;
 
@@ -86,4 +86,7 @@ pub(crate) enum PullCommand {
     },
     /// The queues owned now.
     Assignment(oneshot::Sender<Vec<MessageQueue>>),
+    /// A snapshot of the consumer's state and counters (push consumers ask too; it leaves a
+    /// held `Take` alone: it changes nothing the asker was given).
+    Stats(oneshot::Sender<ConsumerStats>),
 }

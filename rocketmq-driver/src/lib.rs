@@ -53,6 +53,9 @@ pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
 pub use consumer_core::signer::is_access_refusal;
+pub use consumer_core::stats::{
+    ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats,
+};
 pub use consumer_core::{
     ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, Credentials, Event, FailureReason,
     MessageQueue, ShutdownReport, SignatureAlgorithm,
@@ -74,10 +77,11 @@ pub mod prelude {
     #[cfg(feature = "tls")]
     pub use crate::Tls;
     pub use crate::{
-        CommitReport, ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, ControlError,
-        Credentials, DriverStopped, Event, FailureReason, Message, MessageQueue, ProducerConfig,
-        ProducerMessage, RunningConsumer, Runtime, SendError, SendResult, SendStatus,
-        ShutdownReport, SignatureAlgorithm,
+        CommitReport, ConfigError, ConnectionState, ConnectionStats, ConsumeFrom, ConsumeOutcome,
+        ConsumerConfig, ConsumerStats, ControlError, Credentials, DriverStopped, Event,
+        FailureReason, Latency, Message, MessageQueue, ProducerConfig, ProducerMessage, QueueStats,
+        RunningConsumer, Runtime, SendError, SendResult, SendStatus, ShutdownReport,
+        SignatureAlgorithm,
     };
 }
 

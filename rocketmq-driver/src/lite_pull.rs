@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 
 use consumer_core::config::ConsumeMode;
 use consumer_core::output::Polled;
-use consumer_core::{ConfigError, Event, MessageQueue, ShutdownReport};
+use consumer_core::{ConfigError, ConsumerStats, Event, MessageQueue, ShutdownReport};
 use futures_channel::oneshot;
 use futures_util::FutureExt;
 use futures_util::stream::{FusedStream, Stream};
@@ -103,6 +103,25 @@ impl<R: Runtime> LitePullConsumer<R> {
     /// mode: the assigned ones).
     pub async fn assignment(&mut self) -> Result<Vec<MessageQueue>, ControlError> {
         self.ask(PullCommand::Assignment).await
+    }
+
+    /// A snapshot of the consumer's state, as [`RunningConsumer::stats`](crate::RunningConsumer::stats)
+    /// gives. Messages this consumer has taken from the driver count as consumed in it, also
+    /// those still buffered here and not yet returned by `next`.
+    pub async fn stats(&mut self) -> Result<ConsumerStats, ControlError> {
+        self.ask(PullCommand::Stats).await
+    }
+
+    /// The offset last committed for `queue` (sent to the broker; broadcasting: stored in the
+    /// offset file), as Java's `committed(mq)` reads it from the offset store; `None` for a
+    /// queue this consumer does not read, or has not committed or resolved yet.
+    pub async fn committed(&mut self, queue: &MessageQueue) -> Result<Option<i64>, ControlError> {
+        let stats = self.stats().await?;
+        Ok(stats
+            .queues
+            .into_iter()
+            .find(|q| &q.queue == queue)
+            .and_then(|q| q.committed_offset))
     }
 
     /// Continues `queue` at `offset`: unread messages of it are dropped, and the offset is

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use consumer_core::config::ConsumeMode;
-use consumer_core::{ConfigError, ConsumeOutcome, Event, MessageQueue};
+use consumer_core::{ConfigError, ConsumeOutcome, ConsumerStats, Event, MessageQueue};
 use proto::message::Message;
 
 use crate::control::ControlError;
@@ -285,6 +285,14 @@ impl RunningConsumer {
     pub fn resume(&self, queues: impl IntoIterator<Item = MessageQueue>) {
         self.spawned
             .tell(Input::Resume(queues.into_iter().collect()));
+    }
+
+    /// A snapshot of the consumer's state: per queue its offsets (committed, committable, next
+    /// pull, the broker's max), lag, cache, in-flight messages, pause, lease and last pull;
+    /// totals; pull and consume latencies (p50, p99, max); connections. Answered by the driver
+    /// task between two of its steps, so it costs the consumer no more than a copy.
+    pub async fn stats(&self) -> Result<ConsumerStats, ControlError> {
+        self.spawned.ask(PullCommand::Stats).await
     }
 
     /// Signs every request from now on with `credentials` (`None`: unsigned), so rotated ACL

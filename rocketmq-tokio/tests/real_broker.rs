@@ -33,6 +33,7 @@ mod scenario {
     pub(crate) mod resume_committed;
     pub(crate) mod secured;
     pub(crate) mod sql92_filter;
+    pub(crate) mod stats;
     pub(crate) mod tag_filter;
     pub(crate) mod tls;
 }
@@ -73,5 +74,7 @@ mod push_seek;
 mod reconsume;
 #[path = "real_broker/secured.rs"]
 mod secured;
+#[path = "real_broker/stats.rs"]
+mod stats;
 #[path = "real_broker/tls.rs"]
 mod tls;

@@ -71,6 +71,8 @@ mod sql92_subscription_rejected;
 mod stale_pull_response_dropped;
 #[path = "core/start_offset_table.rs"]
 mod start_offset_table;
+#[path = "core/stats_snapshot.rs"]
+mod stats_snapshot;
 #[path = "core/topic_disappears.rs"]
 mod topic_disappears;
 #[path = "core/unregister_after_final_commits.rs"]

@@ -92,7 +92,16 @@ impl Consumer {
                 self.counters.pulls += 1;
                 match answer {
                     Ok(response) => {
-                        self.counters.pull_time += now.saturating_duration_since(sent);
+                        let took = now.saturating_duration_since(sent);
+                        self.counters.pull_time += took;
+                        if let Some(state) = self.queues.live_mut(key, epoch) {
+                            state.last_pull = Some(now);
+                            // Messages were waiting when it left (as far as the last answer
+                            // told): the broker answered at once, without suspending it.
+                            if offset < state.max_offset {
+                                self.counters.pull_latency.record(took);
+                            }
+                        }
                         self.on_pull(now, &addr, key, epoch, offset, response)
                     }
                     Err(reason) => {

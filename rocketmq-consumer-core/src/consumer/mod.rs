@@ -50,7 +50,7 @@ use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
 };
 use crate::signer::Signer;
-use crate::stats::{ConsumerStats, QueueStats};
+use crate::stats::{ConsumerStats, Histogram, QueueStats};
 use crate::timer::{Timer, TimerQueue};
 use app_answers::AppAnswers;
 use cluster::ClusterView;
@@ -128,9 +128,13 @@ struct Counters {
     stale_responses: u64,
     unknown_responses: u64,
     pulls: u64,
+    /// Every pull's round trip, long polls included (Java's running info reports its mean).
     pull_time: Duration,
+    /// Round trips of pulls answered without a long-poll suspension (see `ConsumerStats`).
+    pull_latency: Histogram,
     delivered: u64,
     consume_time: Duration,
+    consume_latency: Histogram,
     flow_control_pauses: u64,
     expired: u64,
     sent_back: u64,
@@ -348,7 +352,9 @@ impl Consumer {
             self.counters.stale_completions += 1;
             return;
         };
-        self.counters.consume_time += now.saturating_duration_since(flight.started);
+        let took = now.saturating_duration_since(flight.started);
+        self.counters.consume_time += took;
+        self.counters.consume_latency.record(took);
         if self.lifecycle == Lifecycle::Draining {
             self.report.drained += 1;
         }
@@ -474,35 +480,38 @@ impl Consumer {
 
     /// A snapshot of the consumer's state and counters.
     pub fn stats(&self) -> ConsumerStats {
-        let queues = self
+        let queues: Vec<QueueStats> = self
             .queues
             .iter()
             .map(|s| QueueStats {
                 queue: self.outward_queue(&s.mq),
+                epoch: s.epoch.0,
                 cached_messages: s.pq().len(),
                 cached_bytes: s.pq().bytes(),
                 in_flight: s.pq().in_flight(),
+                committed_offset: s.persisted,
                 committable_offset: s.commit_point(),
                 next_pull_offset: s.next_offset,
                 max_offset: s.max_offset,
                 lag: (s.max_offset - s.commit_point()).max(0),
+                paused: self.paused.contains(&s.mq),
+                last_pull: s.last_pull,
                 lease_until: s.lease,
+                revoking: s.phase == Phase::Revoking,
             })
             .collect();
         let c = &self.counters;
         ConsumerStats {
+            cached_messages: queues.iter().map(|q| q.cached_messages).sum(),
+            cached_bytes: queues.iter().map(|q| q.cached_bytes).sum(),
+            lag: queues.iter().map(|q| q.lag).sum(),
             queues,
             in_flight_deliveries: self.deliveries.len(),
             delivered: c.delivered,
             pulls: c.pulls,
-            mean_pull_latency: c
-                .pull_time
-                .checked_div(c.pulls.max(1) as u32)
-                .unwrap_or_default(),
-            mean_consume_latency: c
-                .consume_time
-                .checked_div(c.delivered.max(1) as u32)
-                .unwrap_or_default(),
+            pull_latency: c.pull_latency.summary(),
+            consume_latency: c.consume_latency.summary(),
+            connections: self.conns.stats(),
             stale_completions: c.stale_completions,
             stale_responses: c.stale_responses,
             unknown_responses: c.unknown_responses,

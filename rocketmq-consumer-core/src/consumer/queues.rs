@@ -36,6 +36,8 @@ pub(crate) struct QueueState {
     pub(crate) lease: Option<Instant>,
     /// Poll mode without auto-commit: the position the application last committed.
     pub(crate) manual_commit: Option<i64>,
+    /// When the last pull answer arrived (for stats).
+    pub(crate) last_pull: Option<Instant>,
 }
 
 impl QueueState {
@@ -135,6 +137,7 @@ impl QueueTable {
                 committed_once: false,
                 lease: start.lease,
                 manual_commit: start.manual_commit.then_some(offset),
+                last_pull: None,
             },
         );
         (key, epoch)

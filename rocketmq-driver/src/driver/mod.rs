@@ -205,7 +205,7 @@ impl<R: Runtime> Io<R> {
 
     /// Carries out a lite pull consumer's request.
     fn pull_command(&mut self, consumer: &mut Consumer, now: Instant, command: PullCommand) {
-        if !matches!(command, PullCommand::Take { .. })
+        if !matches!(command, PullCommand::Take { .. } | PullCommand::Stats(_))
             && let Some((_, reply)) = self.waiters.take.take()
         {
             let _ = reply.send(None);
@@ -262,6 +262,9 @@ impl<R: Runtime> Io<R> {
             }
             PullCommand::Assignment(reply) => {
                 let _ = reply.send(consumer.assignment().collect());
+            }
+            PullCommand::Stats(reply) => {
+                let _ = reply.send(consumer.stats());
             }
         }
     }

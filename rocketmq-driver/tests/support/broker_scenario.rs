@@ -176,6 +176,35 @@ pub(crate) fn max_offset(broker: &str, topic: &str, queue: i32) -> Result<i64, S
         .map_err(|e| format!("{e}: {response:?}"))
 }
 
+/// The offset the broker at `broker` holds for `group` on queue `queue` of `topic` (`None`:
+/// the group committed none there), or its refusal.
+pub(crate) fn group_offset(
+    broker: &str,
+    group: &str,
+    topic: &str,
+    queue: i32,
+) -> Result<Option<i64>, String> {
+    use proto::headers::{QueryConsumerOffsetRequest, QueryConsumerOffsetResponse};
+    let request = Command::request(
+        RequestCode::QUERY_CONSUMER_OFFSET,
+        &QueryConsumerOffsetRequest {
+            consumer_group: group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id: queue,
+            set_zero_if_not_found: Some(false),
+        },
+    );
+    let response = rocketmq_tests::call(broker, request);
+    match response.response_code() {
+        ResponseCode::SUCCESS => response
+            .header::<QueryConsumerOffsetResponse>()
+            .map(|h| Some(h.offset))
+            .map_err(|e| format!("{e}: {response:?}")),
+        ResponseCode::QUERY_NOT_FOUND => Ok(None),
+        _ => Err(format!("{response:?}")),
+    }
+}
+
 /// The queue ids of one topic a consumer owns, kept up to date from its events.
 #[derive(Clone, Default)]
 pub(crate) struct Owned(Arc<Mutex<BTreeSet<i32>>>);
