@@ -1,7 +1,9 @@
 //! [`ConsumerConfig`]: every knob of the consumer, with Java's defaults and why.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::rate::RateLimit;
 use crate::rebalance::Strategy;
 
 /// Where a queue with no committed offset starts (`ConsumeFromWhere`, `remoting-protocol.md`
@@ -165,6 +167,12 @@ pub struct ConsumerConfig {
     /// topics as `%RETRY%namespace%group`), and everything the consumer hands out (messages,
     /// queues, events, stats) carries the names without it. System topics are never wrapped.
     pub namespace: Option<String>,
+    /// The most messages (and optionally body bytes) a second handed to the application over
+    /// all queues (`None`, the default: unlimited). Applied by holding deliveries (poll mode:
+    /// takes) back and not pulling ahead of them, never by dropping; see [`crate::rate`].
+    pub rate_limit: Option<RateLimit>,
+    /// The same, for single topics (named as subscribed), on top of `rate_limit`.
+    pub topic_rate_limits: BTreeMap<String, RateLimit>,
     /// Seed of the consumer's only randomness (which name server and broker to ask first).
     pub seed: u64,
 }
@@ -218,6 +226,8 @@ impl ConsumerConfig {
             credentials: None,
             signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
             namespace: None,
+            rate_limit: None,
+            topic_rate_limits: BTreeMap::new(),
             seed: 0,
         }
     }
@@ -230,6 +240,12 @@ impl ConsumerConfig {
         }
         if let Some(namespace) = &self.namespace {
             crate::namespace::Namespace::new(namespace.as_str())?;
+        }
+        if let Some(limit) = &self.rate_limit {
+            limit.validate("rate_limit")?;
+        }
+        for (topic, limit) in &self.topic_rate_limits {
+            limit.validate(&format!("the rate limit of topic {topic}"))?;
         }
         if self.connect_timeout.is_zero() || self.close_after_timeouts == 0 {
             return fail("connect_timeout and close_after_timeouts must be positive");

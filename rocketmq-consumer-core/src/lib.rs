@@ -53,6 +53,7 @@ pub mod output;
 pub mod producer;
 pub mod pull;
 pub mod queue;
+pub mod rate;
 pub mod rebalance;
 pub mod signer;
 pub mod stats;

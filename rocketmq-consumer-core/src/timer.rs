@@ -28,6 +28,8 @@ pub(crate) enum Timer {
     Connect(ConnId),
     /// Redeliver messages whose reconsume delay has passed.
     Redeliver,
+    /// A rate limit lets held-back messages go again.
+    RateLimit,
     /// Orderly: renew every owned queue's lock.
     LockRenew,
     /// Orderly: ask again for a queue's lock: `(queue key, epoch)`.

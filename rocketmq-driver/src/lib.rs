@@ -52,6 +52,7 @@ pub use consumer_core::namespace::Namespace;
 pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
+pub use consumer_core::rate::RateLimit;
 pub use consumer_core::signer::is_access_refusal;
 pub use consumer_core::stats::{
     ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats,
@@ -80,7 +81,7 @@ pub mod prelude {
         CommitReport, ConfigError, ConnectionState, ConnectionStats, ConsumeFrom, ConsumeOutcome,
         ConsumerConfig, ConsumerStats, ControlError, Credentials, DriverStopped, Event,
         FailureReason, Latency, Message, MessageQueue, ProducerConfig, ProducerMessage, QueueStats,
-        RunningConsumer, Runtime, SendError, SendResult, SendStatus, ShutdownReport,
+        RateLimit, RunningConsumer, Runtime, SendError, SendResult, SendStatus, ShutdownReport,
         SignatureAlgorithm,
     };
 }

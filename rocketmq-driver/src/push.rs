@@ -199,6 +199,18 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// files fail `build`.
         tls;
 
+        /// At most this many messages (and, with
+        /// [`RateLimit::with_bytes`](crate::RateLimit::with_bytes), body bytes) a second reach
+        /// the handler, over all queues. Messages beyond it wait in the cache, and a
+        /// queue caching one second of the limit stops pulling; nothing is dropped. Bursts of
+        /// up to 100 ms of the rate pass at once; `stats()` counts how often the limit held
+        /// messages back. Unlimited by default; zero fails `build`.
+        rate_limit;
+
+        /// A rate limit for `topic` alone (as subscribed), on top of [`Self::rate_limit`]; call
+        /// again for more topics.
+        topic_rate_limit;
+
         /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
         /// cache limits, intervals...). The consume mode is set by the `start_*` method.
         configure;

@@ -118,6 +118,18 @@ impl Setup {
         self.config.credentials = Some(credentials);
     }
 
+    pub(crate) fn rate_limit(&mut self, limit: consumer_core::rate::RateLimit) {
+        self.config.rate_limit = Some(limit);
+    }
+
+    pub(crate) fn topic_rate_limit(
+        &mut self,
+        topic: impl Into<String>,
+        limit: consumer_core::rate::RateLimit,
+    ) {
+        self.config.topic_rate_limits.insert(topic.into(), limit);
+    }
+
     pub(crate) fn configure(&mut self, adjust: impl FnOnce(&mut ConsumerConfig)) {
         adjust(&mut self.config);
     }
@@ -383,6 +395,19 @@ macro_rules! setup_setters {
     ($(#[$doc:meta])* credentials; $($rest:tt)*) => {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] credentials(
             credentials: consumer_core::Credentials
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* rate_limit; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] rate_limit(
+            limit: $crate::RateLimit
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* topic_rate_limit; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] topic_rate_limit(
+            topic: impl Into<String>,
+            limit: $crate::RateLimit
         ));
         $crate::setup::setup_setters!($($rest)*);
     };

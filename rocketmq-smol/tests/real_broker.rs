@@ -25,6 +25,7 @@ mod scenario {
     pub(crate) mod pause_resume;
     pub(crate) mod producer_order;
     pub(crate) mod push_seek;
+    pub(crate) mod rate_limit;
     pub(crate) mod real_broker;
     pub(crate) mod reconsume;
     pub(crate) mod resume_committed;
@@ -65,6 +66,8 @@ mod push_consume_sql92_filter;
 mod push_consume_tag_filter;
 #[path = "real_broker/push_seek.rs"]
 mod push_seek;
+#[path = "real_broker/rate_limit.rs"]
+mod rate_limit;
 #[path = "real_broker/reconsume.rs"]
 mod reconsume;
 #[path = "real_broker/secured.rs"]

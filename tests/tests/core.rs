@@ -53,6 +53,8 @@ mod poll_mode_unread;
 mod push_pause_resume;
 #[path = "core/push_seek.rs"]
 mod push_seek;
+#[path = "core/rate_limit_holds.rs"]
+mod rate_limit_holds;
 #[path = "core/rebalance_member_joins.rs"]
 mod rebalance_member_joins;
 #[path = "core/reset_offset_command.rs"]

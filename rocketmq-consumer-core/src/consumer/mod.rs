@@ -30,6 +30,7 @@ mod offsets;
 mod poll;
 mod pulling;
 mod queues;
+mod rate_hold;
 mod requests;
 mod retry;
 mod send_back;
@@ -49,6 +50,7 @@ use crate::namespace::Namespace;
 use crate::output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
 };
+use crate::rate::RateLimiter;
 use crate::signer::Signer;
 use crate::stats::{ConsumerStats, Histogram, QueueStats};
 use crate::timer::{Timer, TimerQueue};
@@ -57,6 +59,7 @@ use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 use local_offsets::LocalOffsets;
 use queues::{Phase, QueueTable, Start};
+use rate_hold::RateHold;
 use requests::{Pending, PendingKind, Requests};
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
@@ -107,6 +110,8 @@ pub struct Consumer {
     namespace: Option<Namespace>,
     /// Requests refused for want of permission, each reported once.
     access: access::AccessDenials,
+    /// The consumption rate limits (wire topic names).
+    rate: RateLimiter,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,
@@ -136,6 +141,8 @@ struct Counters {
     consume_time: Duration,
     consume_latency: Histogram,
     flow_control_pauses: u64,
+    rate_limited: u64,
+    rate_limit_pull_pauses: u64,
     expired: u64,
     sent_back: u64,
 }
@@ -160,6 +167,16 @@ impl Consumer {
         }
         let retry_topic = format!("{RETRY_TOPIC_PREFIX}{}", config.group);
         let seed = config.seed;
+        let rate = RateLimiter::new(
+            config.rate_limit.as_ref(),
+            config.topic_rate_limits.iter().map(|(topic, limit)| {
+                let wire = match &namespace {
+                    Some(ns) => ns.wrap(topic).into_owned(),
+                    None => topic.clone(),
+                };
+                (wire, limit)
+            }),
+        );
         let mut consumer = Self {
             client_id: client_id.into(),
             retry_topic: retry_topic.clone(),
@@ -186,6 +203,7 @@ impl Consumer {
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
             namespace,
             access: access::AccessDenials::default(),
+            rate,
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
             report: ShutdownReport::default(),
@@ -516,6 +534,8 @@ impl Consumer {
             stale_responses: c.stale_responses,
             unknown_responses: c.unknown_responses,
             flow_control_pauses: c.flow_control_pauses,
+            rate_limited: c.rate_limited,
+            rate_limit_pull_pauses: c.rate_limit_pull_pauses,
             expired_deliveries: c.expired,
             sent_back: c.sent_back,
         }
@@ -607,6 +627,8 @@ impl Consumer {
                 }
             }
             Timer::ShutdownFinish => self.close(),
+            // `after_input` dispatches what the limit lets go now; poll mode's driver takes.
+            Timer::RateLimit => {}
         }
     }
 
@@ -687,10 +709,20 @@ impl Consumer {
         }
         let orderly = self.config.consume_mode == ConsumeMode::Orderly;
         let leased = self.needs_lock();
+        let mut held = RateHold::default();
         while self.deliveries.len() < self.config.max_in_flight_deliveries {
+            if held.consumer_wide(&self.rate, now) {
+                break;
+            }
             let Some(key) = self.queues.next_turn() else {
                 break;
             };
+            if held.topic_of(&self.rate, &self.queues, now, key) {
+                if held.went_round(key) {
+                    break;
+                }
+                continue;
+            }
             // Orderly: one batch of a queue at a time, and only under a valid lease; the queue
             // comes back to the turns when its batch completes or its suspension ends.
             let batch = self.config.consume_batch_size;
@@ -707,6 +739,7 @@ impl Consumer {
             if messages.is_empty() {
                 continue;
             }
+            held.handed_out(&mut self.rate, now, &queue, &messages);
             let source = Source::Queue {
                 key,
                 epoch,
@@ -719,6 +752,15 @@ impl Consumer {
                 queue,
                 messages,
             }));
+        }
+        self.rate_hold_ends(held);
+    }
+
+    /// A rate limit held messages back: wake when the first of them may go.
+    fn rate_hold_ends(&mut self, held: RateHold) {
+        if let Some(at) = held.until {
+            self.counters.rate_limited += 1;
+            self.timers.reset_earlier(at, Timer::RateLimit);
         }
     }
 

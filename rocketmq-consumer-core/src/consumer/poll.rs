@@ -12,6 +12,7 @@ use proto::headers::{GetMaxOffsetRequest, GetMinOffsetRequest};
 use proto::{Command, MessageQueue, RequestCode};
 
 use super::pulling::search_offset_command;
+use super::rate_hold::RateHold;
 use super::{Consumer, Lifecycle, PendingKind, Phase};
 use crate::config::{ConfigError, ConsumeMode, MessageModel};
 use crate::output::{Event, FailureReason, Output, Polled, RequestId};
@@ -26,8 +27,23 @@ impl Consumer {
         {
             return None;
         }
+        let mut held = RateHold::default();
         loop {
-            let key = self.queues.next_turn()?;
+            if held.consumer_wide(&self.rate, now) {
+                self.rate_hold_ends(held);
+                return None;
+            }
+            let Some(key) = self.queues.next_turn() else {
+                self.rate_hold_ends(held);
+                return None;
+            };
+            if held.topic_of(&self.rate, &self.queues, now, key) {
+                if held.went_round(key) {
+                    self.rate_hold_ends(held);
+                    return None;
+                }
+                continue;
+            }
             let Some(state) = self.queues.get(key) else {
                 continue;
             };
@@ -51,6 +67,8 @@ impl Consumer {
             if messages.is_empty() {
                 continue;
             }
+            held.handed_out(&mut self.rate, now, &queue, &messages);
+            self.rate_hold_ends(held);
             self.counters.delivered += 1;
             // Room in the cache again: pull now rather than at the next flow-control check.
             self.try_pull(now, key, epoch);

@@ -143,6 +143,20 @@ impl Consumer {
             );
             return;
         }
+        // A rate-limited queue caching one second of its limit need not pull more: the cache
+        // would only grow (the rate-limit requests, apache/rocketmq#8302, want the pulls to
+        // slow down with the consumption). Flow control with the limit's threshold.
+        if self.rate.is_active()
+            && let Some((messages, bytes)) = self.rate.cache_cap(mq.topic())
+            && (state.pq().len() >= messages || bytes.is_some_and(|b| state.pq().bytes() >= b))
+        {
+            self.counters.rate_limit_pull_pauses += 1;
+            self.timers.reset_earlier(
+                now + self.config.flow_control_backoff,
+                Timer::Pull(key, epoch),
+            );
+            return;
+        }
         let offset = state.next_offset;
         let commit = state.commit_point();
         let broker_id = state.pull_broker_id;

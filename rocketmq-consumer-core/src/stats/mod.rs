@@ -43,6 +43,12 @@ pub struct ConsumerStats {
     pub unknown_responses: u64,
     /// Pulls held back by flow control.
     pub flow_control_pauses: u64,
+    /// Times ready messages were held back by a rate limit (once per dispatch pass, or
+    /// poll-mode take, that a limit cut short).
+    pub rate_limited: u64,
+    /// Pulls put off because their queue already held a batch its rate limit could not let
+    /// go yet.
+    pub rate_limit_pull_pauses: u64,
     /// Deliveries that overran `consume_timeout`; their messages were sent back.
     pub expired_deliveries: u64,
     /// Failed messages the broker took back for a retry (or, orderly, for the dead-letter

@@ -1,0 +1,11 @@
+//! smol: a push consumer's rate limit holds on the real broker; the scenario is
+//! `rocketmq-driver/tests/support/rate_limit.rs`.
+
+use crate::scenario::rate_limit;
+
+#[test]
+fn smol_the_handler_gets_the_limits_rate() {
+    smol::block_on(rate_limit::the_handler_gets_the_limits_rate::<
+        rocketmq_smol::SmolRuntime,
+    >("smol"));
+}
