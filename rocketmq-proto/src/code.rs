@@ -126,6 +126,24 @@ open_code! {
         PUSH_REPLY_MESSAGE_TO_CLIENT = 326,
         /// Lite pull (5.x brokers only).
         LITE_PULL_MESSAGE = 361,
+        /// Ask a broker which queues of a topic to read (5.x, `QueryAssignmentProcessor`).
+        QUERY_ASSIGNMENT = 400,
+        /// Set how a group reads a topic, pull or pop (5.x).
+        SET_MESSAGE_REQUEST_MODE = 401,
+        /// Pop messages, invisible to the group for a while (5.x, `PopMessageProcessor`).
+        POP_MESSAGE = 200050,
+        /// Acknowledge one popped message (5.x, `AckMessageProcessor`).
+        ACK_MESSAGE = 200051,
+        /// Peek messages without popping them (5.x).
+        PEEK_MESSAGE = 200052,
+        /// Change a popped message's invisibility (5.x, `ChangeInvisibleTimeProcessor`).
+        CHANGE_MESSAGE_INVISIBLETIME = 200053,
+        /// Long-poll for whether a pop would find messages (5.x).
+        NOTIFICATION = 200054,
+        /// How many pops are suspended on a queue (5.x).
+        POLLING_INFO = 200055,
+        /// Acknowledge popped messages by checkpoint (5.x, `AckMessageProcessor`).
+        BATCH_ACK_MESSAGE = 200151,
     }
 }
 
@@ -186,8 +204,13 @@ open_code! {
         CONSUMER_NOT_ONLINE = 206,
         /// A broker-to-client call timed out.
         CONSUME_MSG_TIMEOUT = 207,
-        /// No message.
+        /// No message: also a pop ack or invisibility change for an offset the queue no longer
+        /// holds (`AckMessageProcessor`).
         NO_MESSAGE = 208,
+        /// Pop: too many pops are suspended on the broker already; retry later.
+        POLLING_FULL = 209,
+        /// Pop: the long poll ended with nothing to pop.
+        POLLING_TIMEOUT = 210,
         /// Pull: flow controlled by the broker; retry shortly.
         FLOW_CONTROL = 215,
         /// The server is shutting down gracefully (5.x).

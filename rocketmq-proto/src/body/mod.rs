@@ -26,6 +26,10 @@
 //! | [`GetConsumerStatusBody`] | `GET_CONSUMER_STATUS_FROM_CLIENT` (221) response | client → broker |
 //! | [`ConsumerRunningInfo`] | `GET_CONSUMER_RUNNING_INFO` (307) response | client → broker |
 //! | [`ConsumeMessageDirectlyResult`] | `CONSUME_MESSAGE_DIRECTLY` (309) response | client → broker |
+//! | [`QueryAssignmentRequestBody`] | `QUERY_ASSIGNMENT` (400) | client → broker |
+//! | [`QueryAssignmentResponseBody`] | `QUERY_ASSIGNMENT` (400) response | broker → client |
+//! | [`SetMessageRequestModeRequestBody`] | `SET_MESSAGE_REQUEST_MODE` (401) | client → broker |
+//! | [`BatchAckMessageRequestBody`] | `BATCH_ACK_MESSAGE` (200151) | client → broker |
 //! | [`OffsetTable`] | the local `offsets.json` of a broadcasting consumer | file |
 
 /// A Java enum that travels by constant name: a `#[non_exhaustive]` Rust enum whose serde form
@@ -63,6 +67,7 @@ mod consumer_status;
 mod heartbeat;
 mod lock;
 mod offset_table;
+mod pop;
 mod reset_offset;
 mod route;
 mod running_info;
@@ -87,6 +92,10 @@ pub use heartbeat::{
 };
 pub use lock::{LockBatchRequestBody, LockBatchResponseBody};
 pub use offset_table::OffsetTable;
+pub use pop::{
+    BatchAck, BatchAckMessageRequestBody, MessageQueueAssignment, MessageRequestMode,
+    QueryAssignmentRequestBody, QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
+};
 pub use reset_offset::ResetOffsetBody;
 pub use route::{
     BrokerData, MASTER_ID, MAX_QUEUES_PER_BROKER, PERM_INHERIT, PERM_PRIORITY, PERM_READ,

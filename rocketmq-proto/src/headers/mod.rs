@@ -59,8 +59,10 @@ mod admin;
 mod callback;
 mod client;
 mod offset;
+mod pop;
 mod pull;
 pub mod pull_sys_flag;
+pub mod receipt;
 mod send;
 
 pub use admin::CreateTopicRequest;
@@ -79,5 +81,10 @@ pub use offset::{
     QueryConsumerOffsetRequest, QueryConsumerOffsetResponse, SearchOffsetRequest,
     SearchOffsetResponse, UpdateConsumerOffsetRequest,
 };
+pub use pop::{
+    AckMessageRequest, ChangeInvisibleTimeRequest, ChangeInvisibleTimeResponse, PopMessageRequest,
+    PopMessageResponse,
+};
 pub use pull::{PullMessageRequest, PullMessageResponse};
+pub use receipt::ReceiptHandle;
 pub use send::{SendMessageRequest, SendMessageRequestV2, SendMessageResponse};
