@@ -50,6 +50,7 @@ pub mod consumer;
 mod id;
 pub mod namespace;
 pub mod output;
+pub mod pop;
 pub mod producer;
 pub mod pull;
 pub mod queue;
@@ -65,6 +66,7 @@ pub use output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled, RequestId,
     ShutdownReport,
 };
+pub use pop::{PopConfig, PopConsumer, PopMode};
 pub use proto::MessageQueue;
 pub use proto::acl::{Credentials, SignatureAlgorithm};
 pub use stats::{ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats};

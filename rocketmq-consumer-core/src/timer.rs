@@ -48,24 +48,35 @@ pub(crate) enum Timer {
 
 /// Timers ordered by deadline, ties broken by the timer itself, so firing order is
 /// deterministic.
-#[derive(Debug, Default)]
-pub(crate) struct TimerQueue {
-    entries: BTreeSet<(Instant, Timer)>,
+///
+/// Generic over the timer type so the pop consumer (`crate::pop`) keeps its own timers in the
+/// same structure; the push consumer's are [`Timer`].
+#[derive(Debug)]
+pub(crate) struct TimerQueue<T = Timer> {
+    entries: BTreeSet<(Instant, T)>,
 }
 
-impl TimerQueue {
-    pub(crate) fn set(&mut self, at: Instant, timer: Timer) {
+impl<T> Default for TimerQueue<T> {
+    fn default() -> Self {
+        Self {
+            entries: BTreeSet::new(),
+        }
+    }
+}
+
+impl<T: Copy + Ord> TimerQueue<T> {
+    pub(crate) fn set(&mut self, at: Instant, timer: T) {
         self.entries.insert((at, timer));
     }
 
     /// Replaces every pending instance of `timer` with one at `at`.
-    pub(crate) fn reset(&mut self, at: Instant, timer: Timer) {
+    pub(crate) fn reset(&mut self, at: Instant, timer: T) {
         self.entries.retain(|(_, t)| *t != timer);
         self.entries.insert((at, timer));
     }
 
     /// Moves `timer` to `at` unless it is due sooner already (set once if absent).
-    pub(crate) fn reset_earlier(&mut self, at: Instant, timer: Timer) {
+    pub(crate) fn reset_earlier(&mut self, at: Instant, timer: T) {
         let sooner = self
             .entries
             .iter()
@@ -76,16 +87,16 @@ impl TimerQueue {
     }
 
     /// Cancels one timer set for `at`.
-    pub(crate) fn remove(&mut self, at: Instant, timer: Timer) {
+    pub(crate) fn remove(&mut self, at: Instant, timer: T) {
         self.entries.remove(&(at, timer));
     }
 
-    pub(crate) fn next(&self) -> Option<(Instant, Timer)> {
+    pub(crate) fn next(&self) -> Option<(Instant, T)> {
         self.entries.first().copied()
     }
 
     /// Removes and returns the earliest timer due at `now`.
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<T> {
         match self.entries.first() {
             Some(&(at, _)) if at <= now => self.entries.pop_first().map(|(_, t)| t),
             _ => None,

@@ -1,10 +1,12 @@
 //! The core's pieces tested from outside the crate: rebalance allocation against the Java
-//! client's results and under property tests, and the per-queue cache (`ProcessQueue`), one group
+//! client's results and under property tests, the per-queue cache (`ProcessQueue`) and the pop consumer, one group
 //! per module, all in one test binary.
 
 #[path = "api/allocate_invariants.rs"]
 mod allocate_invariants;
 #[path = "api/allocate_java_vectors.rs"]
 mod allocate_java_vectors;
+#[path = "api/pop_consumer.rs"]
+mod pop_consumer;
 #[path = "api/process_queue.rs"]
 mod process_queue;

@@ -22,7 +22,7 @@ mod answer;
 mod app_answers;
 mod assignment;
 mod broker_request;
-mod cluster;
+pub(crate) mod cluster;
 mod deliveries;
 mod lease;
 mod local_offsets;
