@@ -49,6 +49,18 @@ mod poll_mode_seek_pause;
 mod poll_mode_takes_messages;
 #[path = "core/poll_mode_unread.rs"]
 mod poll_mode_unread;
+#[path = "core/pop_every_message_consumed.rs"]
+mod pop_every_message_consumed;
+#[path = "core/pop_failure_returns_raised.rs"]
+mod pop_failure_returns_raised;
+#[path = "core/pop_killed_member_returns.rs"]
+mod pop_killed_member_returns;
+#[path = "core/pop_renewal_keeps_slow_handler.rs"]
+mod pop_renewal_keeps_slow_handler;
+#[path = "core/pop_shutdown_releases.rs"]
+mod pop_shutdown_releases;
+#[path = "core/pop_support.rs"]
+mod pop_support;
 #[path = "core/push_pause_resume.rs"]
 mod push_pause_resume;
 #[path = "core/push_seek.rs"]

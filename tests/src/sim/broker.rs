@@ -53,6 +53,8 @@ pub(crate) struct SimBroker {
     pub(crate) locks: LockTable,
     pub(crate) holds: HoldService,
     pub(crate) faults: BrokerFaults,
+    /// Pop consumption (5.x): modes, pop offsets, checkpoints, parked pops.
+    pub(crate) pop: super::pop::PopState,
     /// The open connections to this broker.
     pub(crate) conns: BTreeSet<ConnKey>,
     /// Opaques of broker-initiated requests (its own id space).
@@ -72,6 +74,7 @@ impl SimBroker {
             locks: LockTable::default(),
             holds: HoldService::default(),
             faults: BrokerFaults::default(),
+            pop: super::pop::PopState::default(),
             conns: BTreeSet::new(),
             next_opaque: 0,
         }
@@ -99,6 +102,18 @@ impl SimBroker {
                     Some(response) => response,
                     None => return,
                 }
+            }
+            RequestCode::POP_MESSAGE => match self.pop_message(env, conn, &request) {
+                Some(response) => response,
+                None => return,
+            },
+            RequestCode::ACK_MESSAGE => self.ack_message(&request),
+            RequestCode::BATCH_ACK_MESSAGE => self.batch_ack_message(&request),
+            RequestCode::CHANGE_MESSAGE_INVISIBLETIME => self.change_invisible_time(env, &request),
+            RequestCode::SET_MESSAGE_REQUEST_MODE => self.set_request_mode(&request),
+            RequestCode::QUERY_ASSIGNMENT => {
+                let brokers = env.config.brokers.clone();
+                self.query_assignment(&request, &brokers)
             }
             RequestCode::HEART_BEAT => self.heartbeat(env, conn, &request),
             RequestCode::UNREGISTER_CLIENT => self.unregister(env, conn, &request),
@@ -153,6 +168,7 @@ impl SimBroker {
             self.store.next_due(),
             self.holds.next_check(),
             channel_expired_timeout.and_then(|t| self.groups.next_expiry(t)),
+            self.pop_next_timer(),
         ]
         .into_iter()
         .flatten()
@@ -177,6 +193,7 @@ impl SimBroker {
             store.bounds(topic, queue_id).1
         });
         self.wake(env, woken);
+        self.pop_fire(env);
         match env.config.channel_expired_timeout {
             Some(timeout) => self.groups.expired(env.now, timeout),
             None => BTreeSet::new(),
@@ -203,6 +220,7 @@ impl SimBroker {
             .holds
             .take_arrived(&topic, queue_id, offset + 1, tags_code);
         self.wake(env, woken);
+        self.pop_wake(env, &topic);
         Ok((offset, msg_id))
     }
 

@@ -66,6 +66,7 @@ mod lock;
 mod message;
 mod namesrv;
 mod outbox;
+mod pop;
 mod pull;
 mod retry;
 mod rng;
@@ -89,6 +90,7 @@ use store::TopicConfig;
 
 pub use fault::Fault;
 pub use message::StoredMessageInfo;
+pub use pop::pop_retry_topic;
 pub use retry::{DLQ_PREFIX, RETRY_PREFIX, dlq_topic, retry_topic};
 pub use rng::{SimRng, splitmix64};
 
@@ -603,6 +605,14 @@ impl SimCluster {
     /// How many commands wait in [`SimCluster::poll_output`].
     pub fn pending_output(&self) -> usize {
         self.out.pending()
+    }
+
+    /// Pop (5.x): how many messages of `group` are invisible on `broker` now, and how many
+    /// the broker revived (expired and stored again in a pop retry topic) so far.
+    pub fn pop_state(&self, broker: &str, group: &str) -> (usize, u64) {
+        self.brokers
+            .get(broker)
+            .map_or((0, 0), |b| (b.pop.invisible_count(group), b.pop.revived))
     }
 
     /// `group`'s committed offset of `queue` on the queue's broker.
