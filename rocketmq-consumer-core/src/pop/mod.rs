@@ -913,12 +913,10 @@ impl PopConsumer {
         let header = match response.header::<PopMessageResponse>() {
             Ok(header) => header,
             Err(e) => {
-                self.pop_failed(
-                    now,
-                    poller,
-                    receive,
-                    FailureReason::Malformed(e.to_string()),
-                );
+                // Nothing to ack them with: the messages come back after their invisibility.
+                let reason = FailureReason::Malformed(e.to_string());
+                self.report_failure(&queue, "POP_MESSAGE", &reason);
+                self.pop_failed(now, poller, receive, reason);
                 return;
             }
         };
@@ -932,9 +930,23 @@ impl PopConsumer {
             );
         }
         let mut messages = batch.messages;
+        // A 5.x broker re-encodes a redelivery from the pop retry topic under the subscribed
+        // topic and puts its handle in `POP_CK` (`PopMessageProcessor.popMsgFromQueue`, unless
+        // `popResponseReturnActualRetryTopic`): that handle wins, and the offset info only
+        // names the others (`MQClientAPIImpl.processPopResponse` reads it for messages without
+        // `POP_CK`).
+        let own: Vec<Option<ReceiptHandle>> = messages
+            .iter()
+            .map(|m| {
+                m.property(property::POP_CK)
+                    .and_then(|text| ReceiptHandle::parse(text).ok())
+            })
+            .collect();
         let at: Vec<PoppedAt<'_>> = messages
             .iter()
-            .map(|m| PoppedAt {
+            .zip(&own)
+            .filter(|(_, own)| own.is_none())
+            .map(|(m, _)| PoppedAt {
                 topic: m.topic(),
                 queue_id: m.queue_id(),
                 queue_offset: m.queue_offset(),
@@ -953,25 +965,24 @@ impl PopConsumer {
         let computed = match computed {
             Ok(handles) => handles,
             Err(e) => {
-                self.pop_failed(
-                    now,
-                    poller,
-                    receive,
-                    FailureReason::Malformed(e.to_string()),
-                );
+                // Nothing to ack them with: the messages come back after their invisibility.
+                let reason = FailureReason::Malformed(e.to_string());
+                self.report_failure(&queue, "POP_MESSAGE", &reason);
+                self.pop_failed(now, poller, receive, reason);
                 return;
             }
         };
-        // A handle the broker put on the message itself wins (`PROPERTY_POP_CK`).
-        let handles: Vec<ReceiptHandle> = messages
-            .iter()
-            .zip(computed)
-            .map(|(m, computed)| {
-                m.property(property::POP_CK)
-                    .and_then(|text| ReceiptHandle::parse(text).ok())
-                    .unwrap_or(computed)
-            })
-            .collect();
+        let mut computed = computed.into_iter();
+        let mut handles: Vec<ReceiptHandle> = Vec::with_capacity(messages.len());
+        for own in own {
+            match own.or_else(|| computed.next()) {
+                Some(handle) => handles.push(handle),
+                None => break,
+            }
+        }
+        // `receipt_handles` answers one handle per message it was given, so every message has
+        // one; a shorter list would drop the tail rather than pair a wrong handle.
+        messages.truncate(handles.len());
         for m in &mut messages {
             // Redeliveries come from the pop retry topic; the handle keeps that, the
             // application sees the subscribed topic (`processPopResponse`).
@@ -1303,9 +1314,14 @@ impl PopConsumer {
                 // assignment rather than wait for the next round.
                 Ok(_) => self.timers.reset_earlier(now, PopTimer::Rebalance),
                 Err(reason) => {
-                    if matches!(reason, FailureReason::Refused(..)) {
-                        // Let the next route refresh try the mode again.
+                    if matches!(pending.kind, Kind::SetMode) {
+                        // Try the mode again soon (a 5.x broker refuses it with
+                        // SUBSCRIPTION_GROUP_NOT_EXIST until a heartbeat created the group).
                         self.mode_set.retain(|(a, _)| *a != addr);
+                        self.timers.reset_earlier(
+                            now + self.config.exception_backoff,
+                            PopTimer::RouteRefresh,
+                        );
                     }
                     self.failed(&addr, name, reason);
                 }

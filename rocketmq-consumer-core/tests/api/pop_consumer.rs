@@ -554,3 +554,59 @@ fn garbage_answers_do_not_panic() {
             .any(|e| matches!(e, PopEvent::RequestFailed { .. }))
     );
 }
+
+/// A 5.x broker re-encodes a redelivery under the subscribed topic with its handle in `POP_CK`,
+/// and names only the other messages in the offset info (`PopMessageProcessor`): the handle of
+/// each comes from where it is.
+#[test]
+fn a_redelivery_carries_its_own_handle() {
+    let mut h = Harness::started(Harness::config());
+    let pop = h.take(RequestCode::POP_MESSAGE);
+    let mut body = BytesMut::new();
+    let retry_handle = format!("3 {} 60000 3 1 b 0 3", UNIX + 5);
+    for (offset, properties) in [
+        (5, String::new()),
+        (
+            3,
+            proto::message::encode_properties([("POP_CK", retry_handle.as_str())]),
+        ),
+    ] {
+        let stored = StoredMessage {
+            queue_offset: offset,
+            reconsume_times: i32::from(offset == 3),
+            body: vec![1u8; 4].into(),
+            topic: "T".into(),
+            properties,
+            ..StoredMessage::default()
+        };
+        encode_stored(&stored, &mut body).unwrap();
+    }
+    let header = PopMessageResponse {
+        pop_time: UNIX + 5,
+        invisible_time: 60_000,
+        revive_qid: 3,
+        rest_num: 0,
+        start_offset_info: Some("0 0 5;1 0 3".into()),
+        msg_offset_info: Some("0 0 5;1 0 3".into()),
+        order_count_info: None,
+    };
+    let mut ext = ExtFields::new();
+    header.encode_into(&mut ext);
+    h.answer(&pop, ResponseCode::SUCCESS, ext, body.to_vec());
+    assert_eq!(h.deliveries.len(), 2);
+    let redelivery = h.deliveries.remove(1);
+    assert_eq!(
+        redelivery.messages[0].receipt.handle.to_string(),
+        retry_handle
+    );
+    h.pop
+        .complete(h.now, redelivery.id, ConsumeOutcome::Success);
+    let ack = h.take(RequestCode::ACK_MESSAGE);
+    let header = ack.1.header::<AckMessageRequest>().unwrap();
+    assert_eq!(header.topic, "%RETRY%G_T", "acked in the pop retry topic");
+    let first = h.deliveries.remove(0);
+    assert_eq!(
+        first.messages[0].receipt.handle.to_string(),
+        format!("5 {} 60000 3 0 b 0 5", UNIX + 5)
+    );
+}
