@@ -27,6 +27,11 @@
 //! corrections, lock changes, lost connections, failed send-backs), inside a
 //! `rocketmq_consumer` span naming the group and client id; nothing per message.
 //!
+//! Pop consumption (RocketMQ 5.x) has its own core state machine
+//! ([`consumer_core::pop::PopConsumer`]) and driver task (`pop_driver`, the same loop over the
+//! same connections): [`PopConsumer`] runs a handler, [`SimpleConsumer`] leaves receiving and
+//! acking to the application.
+//!
 //! The [`Producer`] is shared the same way: `consumer_core::producer` decides routes, queues,
 //! requests and retries; this crate sends the requests and waits for the answers.
 //!
@@ -40,15 +45,19 @@ mod driver;
 mod input;
 mod lite_pull;
 mod offset_file;
+mod pop;
+mod pop_driver;
 mod producer;
 mod push;
 mod runtime;
 mod setup;
+mod simple;
 #[cfg(feature = "tls")]
 mod tls;
 mod transport;
 
 pub use consumer_core::namespace::Namespace;
+pub use consumer_core::pop::{PopEvent, PopMessage, PopShutdownReport, PopStats, Receipt};
 pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
@@ -66,10 +75,13 @@ pub use control::{CommitReport, ControlError};
 #[cfg(feature = "tls")]
 pub use futures_rustls::rustls;
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder};
+pub use pop::{PopConsumer, PopConsumerBuilder, RunningPopConsumer};
 pub use producer::{Producer, ProducerBuilder};
+pub use proto::headers::ReceiptHandle;
 pub use proto::message::Message;
 pub use push::{PushConsumer, PushConsumerBuilder, RunningConsumer};
 pub use runtime::{BoxFuture, Runtime};
+pub use simple::{SimpleConsumer, SimpleError};
 #[cfg(feature = "tls")]
 pub use tls::Tls;
 

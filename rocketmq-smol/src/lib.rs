@@ -95,6 +95,22 @@ pub type LitePullConsumer = driver::LitePullConsumer<SmolRuntime>;
 /// How a smol [`LitePullConsumer`] is configured.
 pub type LitePullConsumerBuilder = driver::LitePullConsumerBuilder<SmolRuntime>;
 
+/// A push consumer in pop mode (RocketMQ 5.x brokers) on smol (or async-std).
+pub type PopConsumer = driver::PopConsumer<SmolRuntime>;
+
+/// The builder of a [`PopConsumer`] or a [`SimpleConsumer`] on smol.
+pub type PopConsumerBuilder = driver::PopConsumerBuilder<SmolRuntime>;
+
+/// A running [`PopConsumer`] on smol.
+pub type RunningPopConsumer = driver::RunningPopConsumer<SmolRuntime>;
+
+/// A simple (explicit receive and ack) pop consumer on smol, also a `futures::Stream`.
+pub type SimpleConsumer = driver::SimpleConsumer<SmolRuntime>;
+
+pub use driver::{
+    PopEvent, PopMessage, PopShutdownReport, PopStats, Receipt, ReceiptHandle, SimpleError,
+};
+
 /// The consumer's runtime on smol: the global executor, `async-io` timers, the system clock,
 /// and `async-net` TCP streams (already `futures-io` streams).
 #[derive(Clone, Copy, Debug, Default)]

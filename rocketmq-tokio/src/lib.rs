@@ -96,6 +96,22 @@ pub type LitePullConsumer = driver::LitePullConsumer<TokioRuntime>;
 /// The builder of a [`LitePullConsumer`] on tokio.
 pub type LitePullConsumerBuilder = driver::LitePullConsumerBuilder<TokioRuntime>;
 
+/// A push consumer in pop mode (RocketMQ 5.x brokers) on tokio.
+pub type PopConsumer = driver::PopConsumer<TokioRuntime>;
+
+/// The builder of a [`PopConsumer`] or a [`SimpleConsumer`] on tokio.
+pub type PopConsumerBuilder = driver::PopConsumerBuilder<TokioRuntime>;
+
+/// A running [`PopConsumer`] on tokio.
+pub type RunningPopConsumer = driver::RunningPopConsumer<TokioRuntime>;
+
+/// A simple (explicit receive and ack) pop consumer on tokio, also a `futures::Stream`.
+pub type SimpleConsumer = driver::SimpleConsumer<TokioRuntime>;
+
+pub use driver::{
+    PopEvent, PopMessage, PopShutdownReport, PopStats, Receipt, ReceiptHandle, SimpleError,
+};
+
 /// The consumer's runtime on tokio: `tokio::spawn`, tokio's timer and clock, and
 /// `tokio::net::TcpStream` seen through `tokio_util::compat` as a `futures-io` stream.
 #[derive(Clone, Copy, Debug, Default)]

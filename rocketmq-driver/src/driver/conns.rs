@@ -21,7 +21,7 @@ use crate::runtime::Runtime;
 use crate::transport::{self, Connector};
 
 /// What happened on a connection.
-pub(super) enum ConnEvent {
+pub(crate) enum ConnEvent {
     /// It opened.
     Connected,
     /// A frame arrived.
@@ -43,7 +43,7 @@ struct Conn {
 }
 
 /// Every connection the consumer asked for and has not closed or lost, and their reads.
-pub(super) struct Conns<R: Runtime> {
+pub(crate) struct Conns<R: Runtime> {
     runtime: R,
     /// Where a writer reports that its connection broke.
     inputs: mpsc::UnboundedSender<Input>,
@@ -56,7 +56,7 @@ pub(super) struct Conns<R: Runtime> {
 }
 
 impl<R: Runtime> Conns<R> {
-    pub(super) fn new(
+    pub(crate) fn new(
         runtime: R,
         inputs: mpsc::UnboundedSender<Input>,
         tls: Option<Connector>,
@@ -75,7 +75,7 @@ impl<R: Runtime> Conns<R> {
     /// Opens `addr`: its events ([`ConnEvent::Connected`], then each frame, and
     /// [`ConnEvent::Lost`] when it ends) come from [`Conns::next_event`]; what
     /// [`Conns::send`] queues is written by a task of its own.
-    pub(super) fn open(&mut self, conn: ConnId, addr: String) {
+    pub(crate) fn open(&mut self, conn: ConnId, addr: String) {
         let (writes, queued) = mpsc::unbounded();
         let (abort_write, registration) = AbortHandle::new_pair();
         let runtime = self.runtime.clone();
@@ -122,7 +122,7 @@ impl<R: Runtime> Conns<R> {
     }
 
     /// The next event on any connection (waits for ever when none is open).
-    pub(super) fn next_event(
+    pub(crate) fn next_event(
         &mut self,
     ) -> stream::Next<'_, SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>> {
         self.reads.next()
@@ -132,7 +132,7 @@ impl<R: Runtime> Conns<R> {
     /// already gone is dropped: its loss is on its way to the consumer, which fails the request.
     /// So is one that does not encode (larger than a frame may be): the consumer's request
     /// deadline fails it, as it would any unanswered request.
-    pub(super) fn send(&self, conn: ConnId, command: &Command) {
+    pub(crate) fn send(&self, conn: ConnId, command: &Command) {
         let Some(conn) = self.open.get(&conn) else {
             return;
         };
@@ -143,26 +143,26 @@ impl<R: Runtime> Conns<R> {
     }
 
     /// Closes `conn` (the consumer asked); nothing more is reported of it.
-    pub(super) fn close(&mut self, conn: ConnId) {
+    pub(crate) fn close(&mut self, conn: ConnId) {
         if let Some(conn) = self.open.remove(&conn) {
             conn.abort();
         }
     }
 
     /// The peer of `conn`, while it is one of ours.
-    pub(super) fn addr(&self, conn: ConnId) -> Option<&str> {
+    pub(crate) fn addr(&self, conn: ConnId) -> Option<&str> {
         self.open.get(&conn).map(|c| c.addr.as_str())
     }
 
     /// `conn` was lost or refused: forgets it, and returns its peer if it was ours.
-    pub(super) fn lost(&mut self, conn: ConnId) -> Option<String> {
+    pub(crate) fn lost(&mut self, conn: ConnId) -> Option<String> {
         let conn = self.open.remove(&conn)?;
         conn.abort();
         Some(conn.addr)
     }
 
     /// Ends every connection.
-    pub(super) fn abort_all(&mut self) {
+    pub(crate) fn abort_all(&mut self) {
         for conn in std::mem::take(&mut self.open).into_values() {
             conn.abort();
         }

@@ -11,7 +11,7 @@
 //! waiting for their answers (poll mode has no handler: the application's requests arrive as
 //! [`Input::Pull`]), `trace` what is logged.
 
-mod conns;
+pub(crate) mod conns;
 mod handlers;
 mod trace;
 mod waiters;

@@ -1,0 +1,347 @@
+//! The driver task of a pop consumer (push or simple mode): owns the core's
+//! [`consumer_core::pop::PopConsumer`] by value and carries out its outputs, in the pattern of
+//! `driver/mod.rs`: the connections it reads itself (the same `Conns`), one input channel, one
+//! timer re-armed to `poll_timeout()` with the clock checked before waiting.
+//!
+//! Push mode runs each delivery's handler on its own task (a panicking handler counts as
+//! `ReconsumeLater`, as in the push consumer); simple mode answers the application's receives,
+//! acks and invisibility changes by matching the core's request ids.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use consumer_core::output::RequestId;
+use consumer_core::pop::{
+    PopConsumer, PopDeliveryId, PopEvent, PopMessage, PopOutput, PopShutdownReport, PopStats,
+    Receipt,
+};
+use consumer_core::{ConnId, ConsumeOutcome, FailureReason};
+use futures_channel::{mpsc, oneshot};
+use futures_util::future::{self, Either};
+use futures_util::{FutureExt, StreamExt};
+use proto::message::Message;
+
+use crate::driver::conns::{ConnEvent, Conns};
+use crate::input::Input;
+use crate::runtime::{BoxFuture, Runtime};
+
+/// A push-mode handler, boxed once.
+pub(crate) type PopHandler = Arc<dyn Fn(Vec<Message>) -> BoxFuture<ConsumeOutcome> + Send + Sync>;
+
+/// An observer of the pop consumer's events.
+pub(crate) type PopEventSink = Arc<dyn Fn(&PopEvent) + Send + Sync>;
+
+/// What the pop driver task is told.
+pub(crate) enum PopInput {
+    Completed(PopDeliveryId, ConsumeOutcome),
+    Shutdown,
+    Receive {
+        max: u32,
+        invisible: Duration,
+        reply: oneshot::Sender<Result<Vec<PopMessage>, FailureReason>>,
+    },
+    Ack {
+        receipt: Receipt,
+        reply: oneshot::Sender<Result<(), FailureReason>>,
+    },
+    Change {
+        receipt: Receipt,
+        invisible: Duration,
+        reply: oneshot::Sender<Result<Receipt, FailureReason>>,
+    },
+    Stats(oneshot::Sender<PopStats>),
+}
+
+/// The application's end of a pop driver task.
+pub(crate) struct PopSpawned {
+    pub(crate) inputs: mpsc::UnboundedSender<PopInput>,
+    report: Option<oneshot::Receiver<PopShutdownReport>>,
+}
+
+impl PopSpawned {
+    /// Spawns the driver of `pop` on `runtime`.
+    pub(crate) fn spawn<R: Runtime>(
+        runtime: &R,
+        pop: PopConsumer,
+        handler: Option<PopHandler>,
+        events: Option<PopEventSink>,
+    ) -> Self {
+        let (inputs_tx, inputs) = mpsc::unbounded();
+        let (done, report) = oneshot::channel();
+        let span = tracing::info_span!(
+            "rocketmq_pop_consumer",
+            group = %pop.config().group,
+            client_id = %pop.client_id(),
+        );
+        let driver = PopDriver {
+            runtime: runtime.clone(),
+            pop,
+            handler,
+            events,
+            inputs_tx: inputs_tx.clone(),
+            inputs,
+            done,
+        };
+        runtime.spawn(Box::pin(tracing::Instrument::instrument(
+            driver.run(),
+            span,
+        )));
+        Self {
+            inputs: inputs_tx,
+            report: Some(report),
+        }
+    }
+
+    /// Sends an input made around a reply channel and waits for the reply; `None` when the
+    /// driver stopped.
+    pub(crate) async fn ask<T>(
+        &self,
+        input: impl FnOnce(oneshot::Sender<T>) -> PopInput,
+    ) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs.unbounded_send(input(reply)).ok()?;
+        answer.await.ok()
+    }
+
+    /// Asks for a graceful shutdown and waits for its report.
+    pub(crate) async fn shutdown(&mut self) -> Result<PopShutdownReport, crate::DriverStopped> {
+        let _ = self.inputs.unbounded_send(PopInput::Shutdown);
+        match self.report.take() {
+            Some(report) => report.await.map_err(|_| crate::DriverStopped),
+            None => Err(crate::DriverStopped),
+        }
+    }
+}
+
+impl Drop for PopSpawned {
+    fn drop(&mut self) {
+        if self.report.is_some() {
+            let _ = self.inputs.unbounded_send(PopInput::Shutdown);
+        }
+    }
+}
+
+struct PopDriver<R: Runtime> {
+    runtime: R,
+    pop: PopConsumer,
+    handler: Option<PopHandler>,
+    events: Option<PopEventSink>,
+    inputs_tx: mpsc::UnboundedSender<PopInput>,
+    inputs: mpsc::UnboundedReceiver<PopInput>,
+    done: oneshot::Sender<PopShutdownReport>,
+}
+
+/// Replies waiting for the core's answers, by request id.
+#[derive(Default)]
+struct Waiters {
+    receives: BTreeMap<RequestId, oneshot::Sender<Result<Vec<PopMessage>, FailureReason>>>,
+    acks: BTreeMap<RequestId, oneshot::Sender<Result<(), FailureReason>>>,
+    changes: BTreeMap<RequestId, oneshot::Sender<Result<Receipt, FailureReason>>>,
+}
+
+impl<R: Runtime> PopDriver<R> {
+    async fn run(self) {
+        let Self {
+            runtime,
+            mut pop,
+            handler,
+            events,
+            inputs_tx,
+            mut inputs,
+            done,
+        } = self;
+        // `Conns` reports a failed writer as the push driver's `Input::Lost`.
+        let (lost_tx, mut lost) = mpsc::unbounded::<Input>();
+        let mut conns = Conns::new(runtime.clone(), lost_tx, None);
+        let mut waiters = Waiters::default();
+        let mut report = None;
+        let mut timer: Option<(Instant, BoxFuture<()>)> = None;
+        loop {
+            while let Some(output) = pop.poll_output() {
+                match output {
+                    PopOutput::Connect { conn, addr } => conns.open(conn, addr),
+                    PopOutput::Send { conn, command } => conns.send(conn, &command),
+                    PopOutput::Close { conn } => conns.close(conn),
+                    PopOutput::Deliver(delivery) => {
+                        let Some(handler) = &handler else { continue };
+                        let handler = Arc::clone(handler);
+                        let tx = inputs_tx.clone();
+                        let id = delivery.id;
+                        let messages: Vec<Message> =
+                            delivery.messages.into_iter().map(|m| m.message).collect();
+                        runtime.spawn(Box::pin(async move {
+                            let outcome = AssertUnwindSafe(async move { handler(messages).await })
+                                .catch_unwind()
+                                .await
+                                .unwrap_or(ConsumeOutcome::ReconsumeLater);
+                            let _ = tx.unbounded_send(PopInput::Completed(id, outcome));
+                        }));
+                    }
+                    PopOutput::Event(event) => {
+                        trace(&event);
+                        if let Some(sink) = &events {
+                            sink(&event);
+                        }
+                        match event {
+                            PopEvent::Received { request, messages } => {
+                                if let Some(reply) = waiters.receives.remove(&request) {
+                                    let _ = reply.send(messages);
+                                }
+                            }
+                            PopEvent::Acked { request, result } => {
+                                if let Some(reply) = waiters.acks.remove(&request) {
+                                    let _ = reply.send(result);
+                                }
+                            }
+                            PopEvent::InvisibilityChanged { request, receipt } => {
+                                if let Some(reply) = waiters.changes.remove(&request) {
+                                    let _ = reply.send(receipt);
+                                }
+                            }
+                            PopEvent::Closed(r) => report = Some(r),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            if pop.is_closed() {
+                break;
+            }
+            let now = runtime.now();
+            if pop.poll_timeout().is_some_and(|at| at <= now) {
+                pop.handle_timeout(now);
+                continue;
+            }
+            match pop.poll_timeout() {
+                Some(at) => {
+                    if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
+                        timer = Some((at, runtime.sleep_until(at)));
+                    }
+                }
+                None => timer = None,
+            }
+            let woken = {
+                let outside = future::select(
+                    future::select(inputs.next(), lost.next()),
+                    conns.next_event(),
+                );
+                match &mut timer {
+                    Some((_, sleep)) => match future::select(outside, sleep.as_mut()).await {
+                        Either::Left((woken, _)) => Some(woken),
+                        Either::Right(((), _)) => None,
+                    },
+                    None => Some(outside.await),
+                }
+            };
+            let now = runtime.now();
+            match woken {
+                None => timer = None,
+                Some(Either::Left((Either::Left((input, _)), _))) => {
+                    // The driver holds a sender itself, so the channel never ends while it runs.
+                    let Some(input) = input else { break };
+                    handle(&mut pop, &mut waiters, now, input);
+                }
+                Some(Either::Left((Either::Right((lost_conn, _)), _))) => {
+                    if let Some(Input::Lost(conn)) = lost_conn {
+                        on_conn_event(&mut pop, &mut conns, now, conn, ConnEvent::Lost);
+                    }
+                }
+                Some(Either::Right((event, _))) => {
+                    if let Some((conn, event)) = event {
+                        on_conn_event(&mut pop, &mut conns, now, conn, event);
+                    }
+                }
+            }
+        }
+        conns.abort_all();
+        let _ = done.send(report.unwrap_or_default());
+    }
+}
+
+fn handle(pop: &mut PopConsumer, waiters: &mut Waiters, now: Instant, input: PopInput) {
+    match input {
+        PopInput::Completed(id, outcome) => pop.complete(now, id, outcome),
+        PopInput::Shutdown => pop.shutdown(now),
+        PopInput::Receive {
+            max,
+            invisible,
+            reply,
+        } => {
+            let request = pop.receive(now, max, invisible);
+            waiters.receives.insert(request, reply);
+        }
+        PopInput::Ack { receipt, reply } => {
+            let request = pop.ack(now, &receipt);
+            waiters.acks.insert(request, reply);
+        }
+        PopInput::Change {
+            receipt,
+            invisible,
+            reply,
+        } => {
+            let request = pop.change_invisible_duration(now, &receipt, invisible);
+            waiters.changes.insert(request, reply);
+        }
+        PopInput::Stats(reply) => {
+            let _ = reply.send(pop.stats());
+        }
+    }
+}
+
+fn on_conn_event<R: Runtime>(
+    pop: &mut PopConsumer,
+    conns: &mut Conns<R>,
+    now: Instant,
+    conn: ConnId,
+    event: ConnEvent,
+) {
+    match event {
+        ConnEvent::Connected => {
+            if conns.addr(conn).is_some() {
+                pop.handle_connected(now, conn);
+            }
+        }
+        ConnEvent::Frame(command) => {
+            if conns.addr(conn).is_some() {
+                pop.handle_command(now, conn, command);
+            }
+        }
+        ConnEvent::Lost => {
+            if let Some(addr) = conns.lost(conn) {
+                tracing::warn!(%addr, "connection lost or refused");
+                pop.handle_disconnected(now, conn);
+            }
+        }
+    }
+}
+
+/// What an operator sees: assignment changes, refusals, failed settles, dead letters.
+fn trace(event: &PopEvent) {
+    match event {
+        PopEvent::Assigned { topic, queues } => {
+            tracing::info!(%topic, queues = ?queues, "pop assignment");
+        }
+        PopEvent::RequestFailed {
+            addr,
+            request,
+            reason,
+        } => tracing::debug!(%addr, request, ?reason, "request failed"),
+        PopEvent::SettleFailed {
+            receipt,
+            request,
+            reason,
+        } => tracing::warn!(
+            topic = %receipt.topic,
+            handle = %receipt.handle,
+            request,
+            ?reason,
+            "a popped message could not be settled; it comes back after its invisibility"
+        ),
+        PopEvent::DeadLettered { receipt } => {
+            tracing::warn!(topic = %receipt.topic, handle = %receipt.handle, "dead-lettered");
+        }
+        _ => {}
+    }
+}
