@@ -26,6 +26,7 @@ mod scenario {
     pub(crate) mod namespaces;
     pub(crate) mod orderly;
     pub(crate) mod pause_resume;
+    pub(crate) mod pop_consume;
     pub(crate) mod producer_order;
     pub(crate) mod push_seek;
     pub(crate) mod rate_limit;
@@ -55,6 +56,8 @@ mod namespaces;
 mod orderly;
 #[path = "real_broker/pause_resume.rs"]
 mod pause_resume;
+#[path = "real_broker/pop_consume.rs"]
+mod pop_consume;
 #[path = "real_broker/producer_real_broker.rs"]
 mod producer_real_broker;
 #[path = "real_broker/push_consume_consume_from_timestamp.rs"]

@@ -1,0 +1,34 @@
+//! Pop consumption on smol against the real local broker, Apache RocketMQ 5.x only (`scripts/broker
+//! start --impl java5`, `NAMESRV_ADDR`); the scenarios are
+//! `rocketmq-driver/tests/support/pop_consume.rs`. Select them with the name filter `pop_`, and
+//! skip them on 4.9 with `--skip pop_`.
+
+use crate::scenario::pop_consume;
+
+#[test]
+fn smol_pop_three_members_share_one_queue() {
+    smol::block_on(pop_consume::three_members_share_one_queue::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-pop-share"));
+}
+
+#[test]
+fn smol_pop_failures_come_back_raised_then_dead_letter() {
+    smol::block_on(pop_consume::failures_come_back_raised_then_dead_letter::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-pop-retry"));
+}
+
+#[test]
+fn smol_pop_a_long_handler_keeps_its_message() {
+    smol::block_on(pop_consume::a_long_handler_keeps_its_message::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-pop-renew"));
+}
+
+#[test]
+fn smol_pop_simple_consumer_receives_and_acks() {
+    smol::block_on(pop_consume::simple_consumer_receives_and_acks::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-pop-simple"));
+}
