@@ -140,6 +140,10 @@ impl PopConfig {
         if self.invisible_time < Duration::from_secs(1) {
             return fail("invisible_time must be at least 1 s");
         }
+        if self.max_cached_messages < self.batch_size as usize {
+            // A pop goes out only while a whole batch fits the budget.
+            return fail("max_cached_messages must be at least batch_size");
+        }
         if self.retry_delays.is_empty() {
             return fail("retry_delays is empty");
         }

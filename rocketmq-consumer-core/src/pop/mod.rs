@@ -188,6 +188,8 @@ pub struct PopConsumer {
     /// Push mode: a poller per assigned queue.
     pollers: BTreeMap<MessageQueue, Poller>,
     next_poller: u64,
+    /// Which broker answers the next assignment query; moves on when one fails.
+    assignment_turn: usize,
     /// Brokers (by address) told to pop the topic, `(addr, topic)`.
     mode_set: BTreeSet<(String, String)>,
     held: Held,
@@ -236,6 +238,7 @@ impl PopConsumer {
             assignment: BTreeMap::new(),
             pollers: BTreeMap::new(),
             next_poller: 0,
+            assignment_turn: 0,
             mode_set: BTreeSet::new(),
             held: Held::default(),
             acks: Vec::new(),
@@ -688,7 +691,7 @@ impl PopConsumer {
             if masters.is_empty() {
                 continue;
             }
-            let addr = masters[(self.stats.pops as usize) % masters.len()].clone();
+            let addr = masters[self.assignment_turn % masters.len()].clone();
             let body = QueryAssignmentRequestBody {
                 topic: topic.clone(),
                 consumer_group: self.config.group.clone(),
@@ -1351,6 +1354,7 @@ impl PopConsumer {
                     }
                     Err(reason) => {
                         self.failed(&addr, name, reason);
+                        self.assignment_turn = self.assignment_turn.wrapping_add(1);
                         self.timers.reset_earlier(
                             now + self.config.exception_backoff,
                             PopTimer::Rebalance,
