@@ -994,7 +994,7 @@ impl PopConsumer {
             }
         }
         self.stats.popped += messages.len() as u64;
-        let visible_until = sent + Duration::from_millis(header.invisible_time.max(0) as u64);
+        let visible_until = self.visible_until(sent, now, header.pop_time, header.invisible_time);
         match receive {
             Some(request) => {
                 let popped = messages
@@ -1073,7 +1073,7 @@ impl PopConsumer {
                     topic: held.topic.clone(),
                     handle: held.handle.clone(),
                 };
-                if let Some(at) = held.visible_until.checked_sub(self.config.renew_ahead) {
+                if let Some(at) = held.visible_until.checked_sub(self.renew_ahead()) {
                     self.timers.set(at.max(now), PopTimer::Renew(id));
                 }
                 messages.push(PopMessage { message, receipt });
@@ -1474,7 +1474,10 @@ impl PopConsumer {
             r.header::<ChangeInvisibleTimeResponse>()
                 .map_err(|e| FailureReason::Malformed(e.to_string()))
         });
-        let renew_ahead = self.config.renew_ahead;
+        let renew_ahead = self.renew_ahead();
+        let renewed_until = header
+            .as_ref()
+            .map(|h| self.visible_until(sent, now, h.pop_time, h.invisible_time));
         let Some(held) = self.held.get_mut(id) else {
             return;
         };
@@ -1484,7 +1487,7 @@ impl PopConsumer {
                 held.handle = held
                     .handle
                     .renewed(h.pop_time, h.invisible_time, h.revive_qid);
-                held.visible_until = sent + Duration::from_millis(h.invisible_time.max(0) as u64);
+                held.visible_until = renewed_until.unwrap_or(held.visible_until);
                 self.stats.renewed += 1;
                 if matches!(held.stage, Stage::Handling(_)) {
                     let at = held.visible_until.checked_sub(renew_ahead).unwrap_or(now);
@@ -1772,6 +1775,36 @@ impl PopConsumer {
             ns.unwrap_message(&mut m.message);
             m.receipt.topic = ns.unwrap(&m.receipt.topic).into_owned();
         }
+    }
+
+    /// When the broker makes a message visible again, as well as this side can tell: it popped
+    /// (or renewed) it between `sent` and `now`, so the end lies within those two plus the
+    /// invisibility; within that, the broker's own `pop_time` places it (Java's
+    /// `ConsumeRequest.isPopTimeout` compares the broker's pop time with the local clock too).
+    /// The send time alone would be far too early for a long poll answered seconds later.
+    fn visible_until(
+        &self,
+        sent: Instant,
+        now: Instant,
+        pop_time: i64,
+        invisible_ms: i64,
+    ) -> Instant {
+        let invisible = Duration::from_millis(u64::try_from(invisible_ms).unwrap_or(0));
+        let (earliest, latest) = (sent + invisible, now + invisible);
+        let ahead = pop_time.saturating_add(invisible_ms) - self.unix_ms(now);
+        let by_clock = match u64::try_from(ahead) {
+            Ok(ahead) => now + Duration::from_millis(ahead),
+            Err(_) => now
+                .checked_sub(Duration::from_millis(ahead.unsigned_abs()))
+                .unwrap_or(earliest),
+        };
+        by_clock.clamp(earliest, latest)
+    }
+
+    /// How long before a running delivery's invisibility ends it is renewed: `renew_ahead`, but
+    /// never more than half the invisibility (or a renewal would follow each renewal at once).
+    fn renew_ahead(&self) -> Duration {
+        self.config.renew_ahead.min(self.config.invisible_time / 2)
     }
 
     fn next_request_id(&mut self) -> RequestId {

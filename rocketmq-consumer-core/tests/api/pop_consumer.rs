@@ -152,6 +152,18 @@ impl Harness {
 
     /// Answers `pop` with messages at `offsets` of queue 0 (`reconsume` times each).
     fn pop_found(&mut self, pop: &(ConnId, Command), offsets: &[i64], reconsume: i32) {
+        self.pop_found_at(pop, offsets, reconsume, UNIX + 5, 60_000);
+    }
+
+    /// [`Harness::pop_found`] with the broker's pop time and invisibility.
+    fn pop_found_at(
+        &mut self,
+        pop: &(ConnId, Command),
+        offsets: &[i64],
+        reconsume: i32,
+        pop_time: i64,
+        invisible_time: i64,
+    ) {
         let mut body = BytesMut::new();
         for offset in offsets {
             let stored = StoredMessage {
@@ -171,8 +183,8 @@ impl Harness {
         let mark = if reconsume > 0 { "1" } else { "0" };
         let list: Vec<String> = offsets.iter().map(ToString::to_string).collect();
         let header = PopMessageResponse {
-            pop_time: UNIX + 5,
-            invisible_time: 60_000,
+            pop_time,
+            invisible_time,
             revive_qid: 3,
             rest_num: 0,
             start_offset_info: Some(format!("{mark} 0 {}", offsets[0])),
@@ -609,4 +621,25 @@ fn a_redelivery_carries_its_own_handle() {
         first.messages[0].receipt.handle.to_string(),
         format!("5 {} 60000 3 0 b 0 5", UNIX + 5)
     );
+}
+
+/// A long poll answered 14 s after it was sent, with a 10 s invisibility: the broker popped the
+/// message when it answered, so it is still invisible and is delivered (and renewed from the
+/// broker's pop time), not dropped as expired.
+#[test]
+fn a_long_poll_answered_late_is_not_expired() {
+    let mut config = Harness::config();
+    config.invisible_time = Duration::from_secs(10);
+    let mut h = Harness::started(config);
+    let pop = h.take(RequestCode::POP_MESSAGE);
+    h.now += Duration::from_secs(14);
+    let pop_time = UNIX + (h.now - h.start).as_millis() as i64;
+    h.pop_found_at(&pop, &[0], 0, pop_time, 10_000);
+    assert_eq!(h.deliveries.len(), 1);
+    assert_eq!(h.pop.stats().expired, 0);
+    // Renewed 5 s (half the invisibility, below the 10 s renew_ahead) before it ends.
+    h.advance(Duration::from_millis(4_900));
+    assert!(!h.has(RequestCode::CHANGE_MESSAGE_INVISIBLETIME));
+    h.advance(Duration::from_millis(100));
+    let _ = h.take(RequestCode::CHANGE_MESSAGE_INVISIBLETIME);
 }
