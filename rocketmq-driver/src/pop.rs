@@ -268,6 +268,14 @@ impl<R: Runtime> RunningPopConsumer<R> {
         self.spawned.ask(PopInput::Stats).await.ok_or(DriverStopped)
     }
 
+    /// Stops at once, as a killed process would look to the brokers: no ack, no release, no
+    /// unregistration is sent and the connections close. Every message this member held comes
+    /// back to the group after its invisibility (at-least-once), with its reconsume count
+    /// raised. Running handlers finish on their own; their results are dropped.
+    pub fn abort(mut self) {
+        self.spawned.abort();
+    }
+
     /// Stops popping, waits (bounded) for running handlers and their acks, makes what was
     /// popped and not handled visible again, unregisters.
     pub async fn shutdown(mut self) -> Result<PopShutdownReport, DriverStopped> {

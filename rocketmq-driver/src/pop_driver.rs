@@ -37,6 +37,8 @@ pub(crate) type PopEventSink = Arc<dyn Fn(&PopEvent) + Send + Sync>;
 pub(crate) enum PopInput {
     Completed(PopDeliveryId, ConsumeOutcome),
     Shutdown,
+    /// Stop at once, as a crash would: nothing more is sent.
+    Abort,
     Receive {
         max: u32,
         invisible: Duration,
@@ -103,6 +105,12 @@ impl PopSpawned {
         let (reply, answer) = oneshot::channel();
         self.inputs.unbounded_send(input(reply)).ok()?;
         answer.await.ok()
+    }
+
+    /// Stops the driver at once (see `RunningPopConsumer::abort`).
+    pub(crate) fn abort(&mut self) {
+        let _ = self.inputs.unbounded_send(PopInput::Abort);
+        self.report = None;
     }
 
     /// Asks for a graceful shutdown and waits for its report.
@@ -241,6 +249,9 @@ impl<R: Runtime> PopDriver<R> {
                 Some(Either::Left((Either::Left((input, _)), _))) => {
                     // The driver holds a sender itself, so the channel never ends while it runs.
                     let Some(input) = input else { break };
+                    if matches!(input, PopInput::Abort) {
+                        break;
+                    }
                     handle(&mut pop, &mut waiters, now, input);
                 }
                 Some(Either::Left((Either::Right((lost_conn, _)), _))) => {
@@ -264,6 +275,8 @@ fn handle(pop: &mut PopConsumer, waiters: &mut Waiters, now: Instant, input: Pop
     match input {
         PopInput::Completed(id, outcome) => pop.complete(now, id, outcome),
         PopInput::Shutdown => pop.shutdown(now),
+        // The run loop stops before it gets here.
+        PopInput::Abort => {}
         PopInput::Receive {
             max,
             invisible,

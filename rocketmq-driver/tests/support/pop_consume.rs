@@ -352,3 +352,88 @@ pub(crate) async fn simple_consumer_receives_and_acks<R: Runtime>(prefix: &str) 
     assert_eq!(stats.acked, 5);
     consumer.shutdown().await.expect("the consumer shuts down");
 }
+
+/// A member stopped as a kill would stop it, mid-batch: its unacked messages come back to the
+/// other member after their 10 s invisibility, with the reconsume count raised, and nothing is
+/// lost.
+pub(crate) async fn a_killed_members_messages_come_back<R: Runtime>(prefix: &str) {
+    let topic = Topic::create(prefix, 1);
+    let group = unique("pop-kill");
+    let log: Log = Arc::default();
+    let invisible = Duration::from_secs(10);
+    // Member 0 never finishes a message: it holds what it popped when it dies.
+    let doomed = member::<R>(
+        &topic,
+        &group,
+        0,
+        &log,
+        |b| {
+            b.invisible_time(invisible)
+                .batch_size(4)
+                .max_cached(4, 1 << 20)
+                .max_in_flight_deliveries(4)
+        },
+        |_| Duration::from_secs(3600),
+        |_, _| ConsumeOutcome::Success,
+    );
+    sleep::<R>(Duration::from_secs(5)).await;
+    let sent = topic.send("kill", 12, None);
+    wait_for::<R>("member 0 holds messages", || !snapshot(&log).is_empty()).await;
+    sleep::<R>(Duration::from_secs(1)).await;
+    let held: BTreeSet<String> = snapshot(&log).into_iter().map(|s| s.body).collect();
+    let killed_at = Instant::now();
+    doomed.abort();
+    let survivor = member::<R>(
+        &topic,
+        &group,
+        1,
+        &log,
+        |b| {
+            b.invisible_time(invisible)
+                .on_event(|e| eprintln!("SURVIVOR {e:?}"))
+        },
+        |_| Duration::ZERO,
+        |_, _| ConsumeOutcome::Success,
+    );
+    let runtime = R::default();
+    let deadline = runtime.now() + Duration::from_secs(60);
+    loop {
+        let by_survivor: BTreeSet<String> = snapshot(&log)
+            .into_iter()
+            .filter(|s| s.member == 1)
+            .map(|s| s.body)
+            .collect();
+        if sent.iter().all(|b| by_survivor.contains(b)) {
+            break;
+        }
+        assert!(
+            runtime.now() < deadline,
+            "the survivor consumed {} of 12 in 60 s (member 0 held {held:?}): {:?}",
+            by_survivor.len(),
+            survivor.stats().await
+        );
+        sleep::<R>(Duration::from_millis(200)).await;
+    }
+    sleep::<R>(QUIET).await;
+    let seen = snapshot(&log);
+    for body in &held {
+        let again: Vec<&Seen> = seen
+            .iter()
+            .filter(|s| s.member == 1 && &s.body == body)
+            .collect();
+        assert_eq!(again.len(), 1, "{body} came back once: {seen:#?}");
+        assert_eq!(again[0].reconsume_times, 1, "{body}: {seen:#?}");
+        assert!(
+            again[0].at >= killed_at,
+            "{body} came back before the member died"
+        );
+    }
+    let stats = survivor.stats().await.expect("the consumer runs");
+    survivor.shutdown().await.expect("the survivor shuts down");
+    eprintln!(
+        "pop kill: member 0 held {} of 12 when it died; the survivor acked {}",
+        held.len(),
+        stats.acked
+    );
+    assert_eq!(stats.acked, 12, "{stats:?}");
+}

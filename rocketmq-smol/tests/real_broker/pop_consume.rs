@@ -32,3 +32,10 @@ fn smol_pop_simple_consumer_receives_and_acks() {
         rocketmq_smol::SmolRuntime,
     >("smol-pop-simple"));
 }
+
+#[test]
+fn smol_pop_a_killed_members_messages_come_back() {
+    smol::block_on(pop_consume::a_killed_members_messages_come_back::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-pop-kill"));
+}

@@ -33,3 +33,10 @@ fn tokio_pop_simple_consumer_receives_and_acks() {
         rocketmq_tokio::TokioRuntime,
     >("tokio-pop-simple"));
 }
+
+#[test]
+fn tokio_pop_a_killed_members_messages_come_back() {
+    support::block_on(pop_consume::a_killed_members_messages_come_back::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-pop-kill"));
+}
