@@ -553,4 +553,54 @@ mod tests {
         // An answer naming fewer offsets than messages is an error.
         assert!(receipt_handles("b", 1, 1, 1, Some("0 0 12"), Some("0 0 12"), &messages).is_err());
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        fn handle() -> impl Strategy<Value = ReceiptHandle> {
+            (
+                any::<i64>(),
+                any::<i64>(),
+                any::<i64>(),
+                any::<i32>(),
+                prop_oneof![
+                    Just(RetryMark::Normal),
+                    Just(RetryMark::RetryV1),
+                    Just(RetryMark::RetryV2)
+                ],
+                "[a-zA-Z0-9_-]{1,20}",
+                any::<i32>(),
+                any::<i64>(),
+            )
+                .prop_map(|(ck, pop, inv, rq, retry, broker, q, off)| ReceiptHandle {
+                    ck_queue_offset: ck,
+                    pop_time: pop,
+                    invisible_time: inv,
+                    revive_qid: rq,
+                    retry,
+                    broker_name: broker,
+                    queue_id: q,
+                    queue_offset: off,
+                })
+        }
+
+        proptest! {
+            #[test]
+            fn handles_round_trip(handle in handle()) {
+                prop_assert_eq!(ReceiptHandle::parse(&handle.to_string()), Ok(handle));
+            }
+
+            #[test]
+            fn garbage_never_panics(text in "\\PC{0,80}", info in "[0-9 ;,qo%x-]{0,60}") {
+                let _ = ReceiptHandle::parse(&text);
+                let _ = parse_start_offset_info(&info);
+                let _ = parse_msg_offset_info(&info);
+                let _ = parse_order_count_info(&info);
+                let at = [PoppedAt { topic: "T", queue_id: 0, queue_offset: 1 }];
+                let _ = receipt_handles("b", 1, 1, 1, Some(&info), Some(&info), &at);
+            }
+        }
+    }
 }
