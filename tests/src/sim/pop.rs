@@ -13,6 +13,9 @@
 //!   offset and pop time); a spent or expired handle is answered `NO_MESSAGE` (Java appends the
 //!   ack anyway and answers `SUCCESS`; refusing makes a lost or late settle visible).
 //! - Queue id `-1` pops the group's pop retry queue first, then the topic's queues in turn.
+//! - A redelivery from the pop retry topic is answered re-encoded under the subscribed topic
+//!   with its receipt handle in `POP_CK`, and left out of the offset info, as 5.x brokers do
+//!   by default (`popResponseReturnActualRetryTopic=false`, `PopMessageProcessor`).
 //! - In POP mode with `popShareQueueNum` 0 the assignment is `queueId -1` of every broker of the
 //!   cluster for every member (`allocate4Pop`); in PULL mode the queues are split averagely.
 //! - A pop that finds nothing with `pollTime > 0` is parked until a message arrives in its
@@ -21,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use proto::body::{
     BatchAckMessageRequestBody, MessageQueueAssignment, MessageRequestMode,
     QueryAssignmentRequestBody, QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
@@ -37,7 +40,7 @@ use proto::{Command, MessageQueue, ResponseCode};
 use super::ConnKey;
 use super::broker::{SimBroker, decode, error, success, with_header};
 use super::env::Env;
-use super::message::Draft;
+use super::message::{Draft, Placement, StoredMessageInfo};
 use super::pull::TagFilter;
 use super::retry::RETRY_PREFIX;
 
@@ -48,6 +51,38 @@ pub fn pop_retry_topic(group: &str, topic: &str) -> String {
 
 fn millis(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// `message` as a 5.x broker answers a redelivery: under `topic`, with `POP_CK` set.
+fn reencode(message: &StoredMessageInfo, topic: &str, handle: &ReceiptHandle) -> Bytes {
+    let mut properties = message.properties.clone();
+    properties
+        .entry(proto::message::property::POP_CK.to_owned())
+        .or_insert_with(|| handle.to_string());
+    let draft = Draft {
+        topic: topic.to_owned(),
+        queue_id: message.queue_id,
+        body: message.body.clone(),
+        flag: message.flag,
+        sys_flag: message.sys_flag,
+        properties,
+        born_timestamp: message.born_timestamp,
+        born_host: message.born_host,
+        reconsume_times: message.reconsume_times,
+    };
+    let placement = Placement {
+        queue_offset: message.queue_offset,
+        commit_log_offset: message.commit_log_offset,
+        store_timestamp: message.store_timestamp,
+        stored_at: message.stored_at,
+        store_host: message.store_host,
+    };
+    match draft.store(&placement) {
+        Ok(stored) => stored.record().clone(),
+        // The subscribed topic is shorter than the retry topic it came from, so the record
+        // only shrinks; failing here would be a simulator bug.
+        Err(e) => panic!("a redelivery no longer encodes: {e}"),
+    }
 }
 
 /// One popped message's live checkpoint.
@@ -238,8 +273,23 @@ impl SimBroker {
                 if topic == header.topic && !filter.matches(message.tags_code) {
                     continue;
                 }
-                body.extend_from_slice(message.record());
-                offsets.push(offset);
+                if topic == header.topic {
+                    body.extend_from_slice(message.record());
+                    offsets.push(offset);
+                } else {
+                    let mark = RetryMark::of_topic(&topic);
+                    let handle = ReceiptHandle {
+                        ck_queue_offset: offset,
+                        pop_time: now_ms,
+                        invisible_time: invisible,
+                        revive_qid: 0,
+                        retry: mark,
+                        broker_name: self.name.clone(),
+                        queue_id,
+                        queue_offset: offset,
+                    };
+                    body.extend_from_slice(&reencode(&message, &header.topic, &handle));
+                }
                 taken += 1;
                 self.pop.invisible.insert(
                     (group.clone(), topic.clone(), queue_id, offset),
