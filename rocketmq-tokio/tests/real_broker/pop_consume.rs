@@ -1,7 +1,8 @@
 //! Pop consumption on tokio against the real local broker, Apache RocketMQ 5.x only (`scripts/broker
 //! start --impl java5`, `NAMESRV_ADDR`); the scenarios are
-//! `rocketmq-driver/tests/support/pop_consume.rs`. Select them with the name filter `pop_`, and
-//! skip them on 4.9 with `--skip pop_`.
+//! `rocketmq-driver/tests/support/pop_consume.rs`. Select them with the name filter `pop_consume::`,
+//! and skip them on 4.9 with `--skip pop_consume::` (a bare `pop_` would also match the
+//! simulation's and the core's pop tests in a workspace run).
 
 use crate::scenario::pop_consume;
 use crate::support;
