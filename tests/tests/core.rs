@@ -61,6 +61,8 @@ mod pop_renewal_keeps_slow_handler;
 mod pop_shutdown_releases;
 #[path = "core/pop_support.rs"]
 mod pop_support;
+#[path = "core/pop_survives_faults.rs"]
+mod pop_survives_faults;
 #[path = "core/push_pause_resume.rs"]
 mod push_pause_resume;
 #[path = "core/push_seek.rs"]
