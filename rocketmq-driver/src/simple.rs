@@ -49,8 +49,13 @@ pub struct SimpleConsumer<R: Runtime> {
     /// The stream's receive in flight, and what it brought not yet yielded.
     pending: Option<Pending>,
     buffered: std::collections::VecDeque<PopMessage>,
+    /// The last receive of the stream failed: the next waits [`RECEIVE_BACKOFF`].
+    backoff: bool,
     runtime: PhantomData<fn() -> R>,
 }
+
+/// How long the stream waits after a failed receive (Java's `pullTimeDelayMillsWhenException`).
+const RECEIVE_BACKOFF: Duration = Duration::from_secs(3);
 
 impl<R: Runtime> SimpleConsumer<R> {
     /// A builder for consumer group `group`; finish with `build_simple()`.
@@ -65,6 +70,7 @@ impl<R: Runtime> SimpleConsumer<R> {
             invisible,
             pending: None,
             buffered: std::collections::VecDeque::new(),
+            backoff: false,
             runtime: PhantomData,
         }
     }
@@ -147,7 +153,7 @@ impl<R: Runtime> Stream for SimpleConsumer<R> {
     type Item = PopMessage;
 
     /// The next message, receiving batches of the builder's `batch_size` with its
-    /// `invisible_time`; receives that fail are retried. Ack each message with
+    /// `invisible_time`; a receive that fails is retried after 3 s. Ack each message with
     /// [`SimpleConsumer::ack`]. Ends when the driver stops.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<PopMessage>> {
         let this = &mut *self;
@@ -155,10 +161,17 @@ impl<R: Runtime> Stream for SimpleConsumer<R> {
             if let Some(message) = this.buffered.pop_front() {
                 return Poll::Ready(Some(message));
             }
+            let backoff = std::mem::take(&mut this.backoff);
             let pending = this.pending.get_or_insert_with(|| {
                 let spawned = std::sync::Arc::clone(&this.spawned);
                 let (max, invisible) = (this.max, this.invisible);
-                Box::pin(async move { receive(&spawned, max, invisible).await })
+                Box::pin(async move {
+                    if backoff {
+                        let runtime = R::default();
+                        runtime.sleep_until(runtime.now() + RECEIVE_BACKOFF).await;
+                    }
+                    receive(&spawned, max, invisible).await
+                })
             });
             match Future::poll(pending.as_mut(), cx) {
                 Poll::Pending => return Poll::Pending,
@@ -167,9 +180,9 @@ impl<R: Runtime> Stream for SimpleConsumer<R> {
                     match result {
                         Ok(messages) => this.buffered.extend(messages),
                         Err(SimpleError::Stopped) => return Poll::Ready(None),
-                        // A refused or lost receive: the next one goes out at once; the core's
-                        // connection backoff keeps this from spinning on a dead broker.
-                        Err(SimpleError::Failed(_)) => {}
+                        // A refused or lost receive: the next one waits a moment, so a broker
+                        // that refuses at once is not asked in a tight loop.
+                        Err(SimpleError::Failed(_)) => this.backoff = true,
                     }
                 }
             }
