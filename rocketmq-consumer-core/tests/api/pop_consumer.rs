@@ -114,6 +114,11 @@ impl Harness {
 
     /// Subscribes and answers the route, heartbeat, mode and assignment (queue -1).
     fn started(config: PopConfig) -> Self {
+        Self::started_in(config, "T")
+    }
+
+    /// [`Harness::started`] where the broker names the topic `wire` (namespaced).
+    fn started_in(config: PopConfig, wire: &str) -> Self {
         let mut h = Self::new(config);
         h.pop.subscribe(h.now, "T", "*").unwrap();
         h.advance(Duration::ZERO);
@@ -136,7 +141,7 @@ impl Harness {
         let query = h.take(RequestCode::QUERY_ASSIGNMENT);
         let body = QueryAssignmentResponseBody {
             message_queue_assignments: Some(vec![MessageQueueAssignment {
-                message_queue: Some(MessageQueue::new("T", "b", -1)),
+                message_queue: Some(MessageQueue::new(wire, "b", -1)),
                 mode: MessageRequestMode::Pop,
                 ..MessageQueueAssignment::default()
             }]),
@@ -642,4 +647,53 @@ fn a_long_poll_answered_late_is_not_expired() {
     assert!(!h.has(RequestCode::CHANGE_MESSAGE_INVISIBLETIME));
     h.advance(Duration::from_millis(100));
     let _ = h.take(RequestCode::CHANGE_MESSAGE_INVISIBLETIME);
+}
+
+/// A namespace wraps the group and topic on the wire and is unwrapped from what the
+/// application sees (Java's `NamespaceUtil`, as the push consumer does).
+#[test]
+fn a_namespace_wraps_the_wire_names() {
+    let mut config = Harness::config();
+    config.namespace = Some("tenant".into());
+    let mut h = Harness::started_in(config, "tenant%T");
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        PopEvent::Assigned { topic, queues } if topic == "T" && queues[0].topic() == "T"
+    )));
+    let pop = h.take(RequestCode::POP_MESSAGE);
+    let header = pop.1.header::<PopMessageRequest>().unwrap();
+    assert_eq!(
+        (header.consumer_group.as_str(), header.topic.as_str()),
+        ("tenant%G", "tenant%T")
+    );
+    let mut body = BytesMut::new();
+    let stored = StoredMessage {
+        queue_offset: 0,
+        body: vec![1u8; 4].into(),
+        topic: "tenant%T".into(),
+        ..StoredMessage::default()
+    };
+    encode_stored(&stored, &mut body).unwrap();
+    let header = PopMessageResponse {
+        pop_time: UNIX,
+        invisible_time: 60_000,
+        revive_qid: 0,
+        rest_num: 0,
+        start_offset_info: Some("0 0 0".into()),
+        msg_offset_info: Some("0 0 0".into()),
+        order_count_info: None,
+    };
+    let mut ext = ExtFields::new();
+    header.encode_into(&mut ext);
+    h.answer(&pop, ResponseCode::SUCCESS, ext, body.to_vec());
+    let d = h.deliveries.remove(0);
+    assert_eq!(d.messages[0].message.topic(), "T");
+    assert_eq!(d.messages[0].receipt.topic, "T");
+    h.pop.complete(h.now, d.id, ConsumeOutcome::Success);
+    let ack = h.take(RequestCode::ACK_MESSAGE);
+    let header = ack.1.header::<AckMessageRequest>().unwrap();
+    assert_eq!(
+        (header.consumer_group.as_str(), header.topic.as_str()),
+        ("tenant%G", "tenant%T")
+    );
 }
