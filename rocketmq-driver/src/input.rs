@@ -35,6 +35,8 @@ pub(crate) enum Input {
     Pause(Vec<MessageQueue>),
     /// ... or resumed them.
     Resume(Vec<MessageQueue>),
+    /// The application's `on_revoke` hook finished for this revoke.
+    RevokeDone(consumer_core::output::RequestId),
 }
 
 /// What a lite pull consumer asks of its driver. Every command but `Take` first answers a

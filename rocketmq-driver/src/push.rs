@@ -216,6 +216,43 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         configure;
     }
 
+    /// Calls `hook` with the queues a rebalance takes from this consumer, before they go: each
+    /// queue's final commit (orderly: and unlock) waits until the hook's future is done and
+    /// the queue's running handlers finished, for at most `revoke_drain_timeout` (5 s), so the
+    /// application can flush what it keeps per queue first. Handlers of those queues may still
+    /// be running when it is called; no more deliveries of them start. Not called at
+    /// shutdown (the application's code after `shutdown` runs after the final commits), nor
+    /// for a queue taken back by its broker (an orderly lease lost). Runs on a task of its
+    /// own; a panic counts as done.
+    #[must_use]
+    pub fn on_revoke<F>(
+        mut self,
+        hook: impl Fn(Vec<MessageQueue>) -> F + Send + Sync + 'static,
+    ) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.setup.config.revoke_hook = true;
+        self.setup.hooks.on_revoke = Some(Arc::new(move |queues| Box::pin(hook(queues))));
+        self
+    }
+
+    /// Calls `hook` with the queues newly owned by this consumer and the offsets they start
+    /// at, once those are known (the group's committed offset, or `consume_from`'s), together
+    /// for the queues that started at the same time. Pulling has started then: it tells, it
+    /// does not hold anything back. Runs on a task of its own.
+    #[must_use]
+    pub fn on_assigned<F>(
+        mut self,
+        hook: impl Fn(Vec<(MessageQueue, i64)>) -> F + Send + Sync + 'static,
+    ) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.setup.hooks.on_assigned = Some(Arc::new(move |queues| Box::pin(hook(queues))));
+        self
+    }
+
     /// Checks the configuration and subscriptions, reads the broadcasting offset file, and
     /// creates the consumer (nothing is connected until it starts).
     pub fn build(self) -> Result<PushConsumer<R>, ConfigError> {

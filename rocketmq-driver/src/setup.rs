@@ -30,6 +30,8 @@ pub(crate) struct Setup {
     /// TLS for every connection (`None`: plain TCP).
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::Tls>,
+    /// The application's rebalance hooks.
+    pub(crate) hooks: crate::driver::hooks::RebalanceHooks,
 }
 
 /// A checked [`Setup`], ready to create consumers.
@@ -54,6 +56,7 @@ impl Setup {
             offset_dir: None,
             #[cfg(feature = "tls")]
             tls: None,
+            hooks: Default::default(),
         }
     }
 
@@ -232,6 +235,7 @@ impl Checked {
             inputs,
             done,
             tls: self.tls.clone(),
+            hooks: self.setup.hooks.clone(),
         };
         runtime.spawn(Box::pin(driver.run().instrument(span)));
         Spawned {

@@ -27,6 +27,7 @@ mod scenario {
     pub(crate) mod push_seek;
     pub(crate) mod rate_limit;
     pub(crate) mod real_broker;
+    pub(crate) mod rebalance_hooks;
     pub(crate) mod reconsume;
     pub(crate) mod resume_committed;
     pub(crate) mod secured;
@@ -68,6 +69,8 @@ mod push_consume_tag_filter;
 mod push_seek;
 #[path = "real_broker/rate_limit.rs"]
 mod rate_limit;
+#[path = "real_broker/rebalance_hooks.rs"]
+mod rebalance_hooks;
 #[path = "real_broker/reconsume.rs"]
 mod reconsume;
 #[path = "real_broker/secured.rs"]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use consumer_core::{
     ConnId, ConsumeFrom, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Credentials,
-    Delivery, DeliveryId, Event, MessageModel, Output, Polled, ShutdownReport,
+    Delivery, DeliveryId, Event, MessageModel, Output, Polled, RequestId, ShutdownReport,
 };
 use proto::headers::SendMessageRequestV2;
 use proto::{
@@ -181,6 +181,10 @@ pub struct Node {
     pub hold: bool,
     /// Deliveries handed out while [`Node::hold`] was set and not completed by the test yet.
     pub held: Vec<DeliveryId>,
+    /// With `revoke_hook`: every revoke the consumer announced ([`Output::Revoking`]), with
+    /// the time it did; the world never answers them (a test calls `revoke_done`, or the
+    /// revoke deadline ends them).
+    pub revoking: Vec<(Instant, RequestId, Vec<MessageQueue>)>,
 }
 
 /// The simulated world.
@@ -639,6 +643,9 @@ impl World {
                     let at = self.ordered_at(key, true);
                     self.schedule(at, Ev::ToCluster(key, bytes));
                 }
+            }
+            Output::Revoking { request, queues } => {
+                self.nodes[i].revoking.push((self.now, request, queues));
             }
             Output::Close { conn } => {
                 if let Some(key) = self.nodes[i].keys.remove(&conn) {
@@ -1114,6 +1121,7 @@ impl World {
             stored: BTreeMap::new(),
             hold: false,
             held: Vec::new(),
+            revoking: Vec::new(),
         });
         self.note(format!("node {index} starts"));
         index

@@ -59,6 +59,8 @@ mod rate_limit_holds;
 mod rebalance_member_joins;
 #[path = "core/reset_offset_command.rs"]
 mod reset_offset_command;
+#[path = "core/revoke_hook_waits.rs"]
+mod revoke_hook_waits;
 #[path = "core/send_back_fallback.rs"]
 mod send_back_fallback;
 #[path = "core/send_back_retry_topic.rs"]

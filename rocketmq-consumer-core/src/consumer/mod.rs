@@ -48,7 +48,7 @@ use crate::conn::{Connections, Route};
 pub(crate) use crate::id::{Epoch, QueueKey};
 use crate::namespace::Namespace;
 use crate::output::{
-    ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, RequestId, ShutdownReport,
 };
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
@@ -479,6 +479,14 @@ impl Consumer {
                 .live(key, epoch)
                 .is_some_and(|s| !self.needs_lock() || s.lease_valid(now)),
         }
+    }
+
+    /// The application is done with revoke hook `request` ([`Output::Revoking`]): its queues
+    /// commit and go once their in-flight deliveries are done. An unknown or late answer (the
+    /// revoke deadline passed) is ignored.
+    pub fn revoke_done(&mut self, now: Instant, request: RequestId) {
+        self.on_revoke_done(now, request);
+        self.after_input(now);
     }
 
     /// Whether shutdown has finished.

@@ -13,6 +13,7 @@
 
 mod conns;
 mod handlers;
+pub(crate) mod hooks;
 mod trace;
 mod waiters;
 
@@ -29,6 +30,7 @@ use crate::offset_file::OffsetFile;
 use crate::runtime::{BoxFuture, Runtime};
 use conns::{ConnEvent, Conns};
 use handlers::Handlers;
+use hooks::{Hooks, RebalanceHooks};
 use waiters::Waiters;
 
 /// The task that drives one consumer.
@@ -45,6 +47,8 @@ pub(crate) struct Driver<R: Runtime> {
     pub(crate) done: oneshot::Sender<ShutdownReport>,
     /// TLS for every connection, when the client has it.
     pub(crate) tls: Option<crate::transport::Connector>,
+    /// The application's rebalance hooks.
+    pub(crate) hooks: RebalanceHooks,
 }
 
 impl<R: Runtime> Driver<R> {
@@ -60,6 +64,7 @@ impl<R: Runtime> Driver<R> {
             mut inputs,
             done,
             tls,
+            hooks,
         } = self;
         let mut io = Io {
             runtime: runtime.clone(),
@@ -67,6 +72,7 @@ impl<R: Runtime> Driver<R> {
             offsets,
             offsets_stored: true,
             conns: Conns::new(runtime.clone(), inputs_tx.clone(), tls),
+            hooks: Hooks::new(runtime.clone(), hooks, inputs_tx.clone()),
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
             report: None,
             waiters: Waiters::default(),
@@ -143,6 +149,7 @@ struct Io<R: Runtime> {
     offsets_stored: bool,
     conns: Conns<R>,
     handlers: Handlers<R>,
+    hooks: Hooks<R>,
     report: Option<ShutdownReport>,
     waiters: Waiters,
 }
@@ -170,6 +177,7 @@ impl<R: Runtime> Io<R> {
                     consumer.resume(now, queue);
                 }
             }
+            Input::RevokeDone(request) => consumer.revoke_done(now, request),
         }
     }
 
@@ -280,11 +288,15 @@ impl<R: Runtime> Io<R> {
                     Output::Send { conn, command } => self.conns.send(conn, &command),
                     Output::Close { conn } => self.conns.close(conn),
                     Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
+                    Output::Revoking { request, queues } => {
+                        self.hooks.revoking(consumer, request, queues)
+                    }
                     Output::StoreOffsets(table) => self.store_offsets(&table),
                     Output::Event(event) => self.on_event(event),
                 }
             }
             if !self.serve_take(consumer) {
+                self.hooks.end_pass();
                 return;
             }
         }
@@ -293,6 +305,9 @@ impl<R: Runtime> Io<R> {
     /// Logs an event, settles what it answers, and hands it to the application's observer.
     fn on_event(&mut self, event: Event) {
         trace::trace_event(&event);
+        if let Event::QueueStarted { queue, offset } = &event {
+            self.hooks.started(queue, *offset);
+        }
         self.waiters.on_event(&event);
         if let Some(sink) = &self.events {
             sink(&event);
