@@ -5,5 +5,6 @@ pub mod admin;
 pub mod blocking;
 pub mod consume;
 pub mod decode;
+pub mod lag;
 pub mod produce;
 pub mod progress;

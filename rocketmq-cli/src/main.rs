@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, consume, decode, produce, progress};
+use rmq_cli::{admin, consume, decode, lag, produce, progress};
 
 #[derive(Parser)]
 #[command(
@@ -165,6 +165,19 @@ enum Cmd {
         /// The topic.
         #[arg(long)]
         topic: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// A consumer group's progress (GET_CONSUME_STATS from every broker): one JSON line per
+    /// queue (broker and consumer offsets, lag, last consumed store time), then the totals.
+    Lag {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        /// Only this topic (by default every topic the group committed offsets for, its retry
+        /// topic included, as `mqadmin consumerProgress` lists them).
+        #[arg(long)]
+        topic: Option<String>,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -373,6 +386,19 @@ fn run(command: Cmd) -> Result<(), String> {
                 let value = serde_json::to_value(&queue).map_err(|e| e.to_string())?;
                 writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
             }
+        }
+        Cmd::Lag {
+            group,
+            topic,
+            cluster,
+        } => {
+            let lag = lag::lag(&cluster.cluster(), &group, topic.as_deref())
+                .map_err(|e| e.to_string())?;
+            for queue in &lag.queues {
+                let value = serde_json::to_value(queue).map_err(|e| e.to_string())?;
+                writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+            }
+            writeln!(out, "{}", lag.totals_json()).map_err(|e| format!("stdout: {e}"))?;
         }
         Cmd::Route { topic, cluster } => {
             let route = admin::route(&cluster.cluster(), &topic).map_err(|e| e.to_string())?;

@@ -12,6 +12,8 @@ mod consume_orderly_broadcast;
 mod consume_unreachable_cluster_fails;
 #[path = "cli/decode_cli.rs"]
 mod decode_cli;
+#[path = "cli/lag_progress.rs"]
+mod lag_progress;
 #[path = "cli/produce_consume_real_broker.rs"]
 mod produce_consume_real_broker;
 #[path = "cli/produce_sharded_consume_smol.rs"]
