@@ -8,3 +8,4 @@ pub mod decode;
 pub mod lag;
 pub mod produce;
 pub mod progress;
+pub mod status;

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, consume, decode, lag, produce, progress};
+use rmq_cli::{admin, consume, decode, lag, produce, progress, status};
 
 #[derive(Parser)]
 #[command(
@@ -178,6 +178,15 @@ enum Cmd {
         /// topic included, as `mqadmin consumerProgress` lists them).
         #[arg(long)]
         topic: Option<String>,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Each live member's running info (GET_CONSUMER_RUNNING_INFO, relayed by a broker to the
+    /// member): one JSON line per member; exit status 1 when one did not answer.
+    ConsumerStatus {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -399,6 +408,26 @@ fn run(command: Cmd) -> Result<(), String> {
                 writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
             }
             writeln!(out, "{}", lag.totals_json()).map_err(|e| format!("stdout: {e}"))?;
+        }
+        Cmd::ConsumerStatus { group, cluster } => {
+            let cluster = cluster.cluster();
+            let members = status::consumer_status(&cluster, &group).map_err(|e| e.to_string())?;
+            let mut failed = Vec::new();
+            for member in &members {
+                writeln!(out, "{}", member.to_json(&cluster))
+                    .map_err(|e| format!("stdout: {e}"))?;
+                if let Err(e) = &member.result {
+                    failed.push(format!("{}: {e}", member.client_id));
+                }
+            }
+            if let Some(first) = failed.first() {
+                out.flush().map_err(|e| format!("stdout: {e}"))?;
+                return Err(format!(
+                    "{} of {} members did not answer (first: {first})",
+                    failed.len(),
+                    members.len()
+                ));
+            }
         }
         Cmd::Route { topic, cluster } => {
             let route = admin::route(&cluster.cluster(), &topic).map_err(|e| e.to_string())?;

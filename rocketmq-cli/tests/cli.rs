@@ -2,7 +2,8 @@
 //! `decode_cli` on the captures in `rocketmq-proto/tests/data` (no broker needed), the others
 //! against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`; they fail, never skip,
 //! without it), `secured_cluster` against the cluster with ACL `scripts/test` starts beside it, or,
-//! `consume_unreachable_cluster_fails`, against none.
+//! `consume_unreachable_cluster_fails`, against none; `consumer_status_members` also runs Apache's
+//! Java consumer (`scripts/java-peer`).
 
 mod support;
 
@@ -10,6 +11,8 @@ mod support;
 mod consume_orderly_broadcast;
 #[path = "cli/consume_unreachable_cluster_fails.rs"]
 mod consume_unreachable_cluster_fails;
+#[path = "cli/consumer_status_members.rs"]
+mod consumer_status_members;
 #[path = "cli/decode_cli.rs"]
 mod decode_cli;
 #[path = "cli/lag_progress.rs"]
