@@ -8,4 +8,5 @@ pub mod decode;
 pub mod lag;
 pub mod produce;
 pub mod progress;
+pub mod reset;
 pub mod status;

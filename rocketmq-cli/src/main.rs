@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, consume, decode, lag, produce, progress, status};
+use rmq_cli::{admin, consume, decode, lag, produce, progress, reset, status};
 
 #[derive(Parser)]
 #[command(
@@ -187,6 +187,30 @@ enum Cmd {
         /// The consumer group.
         #[arg(long)]
         group: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Move a group's offsets of a topic to a store time through the brokers, so running
+    /// members restart there (INVOKE_BROKER_TO_RESET_OFFSET); prints each queue's new offset.
+    #[command(group(clap::ArgGroup::new("target").required(true).args(["timestamp", "to"])))]
+    ResetOffset {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// The first message stored at or after this time, in ms since the epoch.
+        #[arg(long, allow_negative_numbers = true)]
+        timestamp: Option<i64>,
+        /// `first` (timestamp 0: every stored message again) or `last` (timestamp -1: each
+        /// queue's end, skipping everything stored so far).
+        #[arg(long, value_parser = ["first", "last"])]
+        to: Option<String>,
+        /// Only move offsets back: a queue whose offset the reset would move forward keeps it
+        /// (Java's isForce=false; by default offsets move both ways, as mqadmin's do).
+        #[arg(long)]
+        no_force: bool,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -427,6 +451,34 @@ fn run(command: Cmd) -> Result<(), String> {
                     failed.len(),
                     members.len()
                 ));
+            }
+        }
+        Cmd::ResetOffset {
+            group,
+            topic,
+            timestamp,
+            to,
+            no_force,
+            cluster,
+        } => {
+            let to = match (timestamp, to.as_deref()) {
+                (Some(ms), _) => reset::ResetTo::Timestamp(ms),
+                (None, Some("first")) => reset::ResetTo::First,
+                (None, Some("last")) => reset::ResetTo::Last,
+                _ => return Err("give --timestamp MS or --to first|last".into()),
+            };
+            let cluster = cluster.cluster();
+            let queues = reset::reset_offset(&cluster, &group, &topic, to, !no_force)
+                .map_err(|e| e.to_string())?;
+            for queue in &queues {
+                let value = serde_json::to_value(queue).map_err(|e| e.to_string())?;
+                writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+            }
+            if queues.iter().any(|q| q.via == "direct") {
+                eprintln!(
+                    "no member of {group} was online at some brokers: their offsets were \
+                     committed directly (UPDATE_CONSUMER_OFFSET), as mqadmin does"
+                );
             }
         }
         Cmd::Route { topic, cluster } => {
