@@ -8,5 +8,6 @@ pub mod decode;
 pub mod lag;
 pub mod produce;
 pub mod progress;
+pub mod query;
 pub mod reset;
 pub mod status;

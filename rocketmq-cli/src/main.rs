@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, consume, decode, lag, produce, progress, reset, status};
+use rmq_cli::{admin, consume, decode, lag, produce, progress, query, reset, status};
 
 #[derive(Parser)]
 #[command(
@@ -211,6 +211,24 @@ enum Cmd {
         /// (Java's isForce=false; by default offsets move both ways, as mqadmin's do).
         #[arg(long)]
         no_force: bool,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Find stored messages by key (QUERY_MESSAGE, the brokers' index) or by id
+    /// (VIEW_MESSAGE_BY_ID for an offset message id; a unique key with --topic); prints them as
+    /// `rmq consume` does.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["key", "id"])))]
+    Query {
+        /// The topic (required with --key; with --id, for an id that is a unique key).
+        #[arg(long, required_unless_present = "id")]
+        topic: Option<String>,
+        /// A message key: every message of the topic with it, oldest first.
+        #[arg(long)]
+        key: Option<String>,
+        /// A message id: an offset message id, or with --topic a message's unique key
+        /// (`msg_id` in `rmq consume` output).
+        #[arg(long)]
+        id: Option<String>,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -479,6 +497,31 @@ fn run(command: Cmd) -> Result<(), String> {
                     "no member of {group} was online at some brokers: their offsets were \
                      committed directly (UPDATE_CONSUMER_OFFSET), as mqadmin does"
                 );
+            }
+        }
+        Cmd::Query {
+            topic,
+            key,
+            id,
+            cluster,
+        } => {
+            let cluster = cluster.cluster();
+            let messages = match (key, id, topic) {
+                (Some(key), _, Some(topic)) => {
+                    let messages =
+                        query::by_key(&cluster, &topic, &key).map_err(|e| e.to_string())?;
+                    if messages.is_empty() {
+                        return Err(format!("no message of topic {topic} has key {key}"));
+                    }
+                    messages
+                }
+                (None, Some(id), topic) => {
+                    vec![query::by_id(&cluster, &id, topic.as_deref()).map_err(|e| e.to_string())?]
+                }
+                _ => return Err("give --topic T --key K, or --id ID".into()),
+            };
+            for message in messages {
+                writeln!(out, "{message}").map_err(|e| format!("stdout: {e}"))?;
             }
         }
         Cmd::Route { topic, cluster } => {

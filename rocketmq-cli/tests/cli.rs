@@ -21,6 +21,8 @@ mod lag_progress;
 mod produce_consume_real_broker;
 #[path = "cli/produce_sharded_consume_smol.rs"]
 mod produce_sharded_consume_smol;
+#[path = "cli/query_messages.rs"]
+mod query_messages;
 #[path = "cli/reset_offset_running_consumer.rs"]
 mod reset_offset_running_consumer;
 #[path = "cli/secured_cluster.rs"]
