@@ -119,6 +119,17 @@ mod tests {
         assert_eq!(stats.total_diff(), 8);
     }
 
+    /// The same from Java 5.5.0's broker: `pullOffset` too (where the members' pulls stand,
+    /// here past the committed offset).
+    #[test]
+    fn reads_a_java_5_5_body() {
+        let java = br#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"broker-a","queueId":1,"topic":"lag5"}:{"brokerOffset":10,"consumerOffset":2,"lastTimestamp":1796151494372,"pullOffset":10},{"brokerName":"broker-a","queueId":0,"topic":"lag5"}:{"brokerOffset":10,"consumerOffset":10,"lastTimestamp":1796151494375,"pullOffset":10}}}"#;
+        let stats = ConsumeStats::decode(java).unwrap();
+        let queue = stats.offset_table[&MessageQueue::new("lag5", "broker-a", 1)];
+        assert_eq!((queue.consumer_offset, queue.pull_offset), (2, 10));
+        assert_eq!(stats.total_diff(), 8);
+    }
+
     #[test]
     fn empty_and_bad_bodies_are_errors() {
         assert!(ConsumeStats::decode(b"").is_err());
