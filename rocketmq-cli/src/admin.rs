@@ -100,7 +100,7 @@ pub enum AdminError {
     #[error(transparent)]
     Client(#[from] ClientError),
     /// The peer answered with an error code.
-    #[error("{}{}{code}: {remark}", peer_prefix(peer.as_deref()), access_denied_prefix(*code, remark))]
+    #[error("{}{}{code}: {remark}", access_denied_prefix(*code, remark), peer_prefix(peer.as_deref()))]
     Refused {
         /// The response code.
         code: ResponseCode,
