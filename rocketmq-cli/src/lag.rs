@@ -33,6 +33,9 @@ pub struct QueueLag {
     /// The store time of the last consumed message, ms since the epoch; `None` when the broker
     /// does not know it (nothing consumed, or the message is gone).
     pub last_timestamp: Option<i64>,
+    /// 5.x: messages pulled but not committed yet (pull offset minus `consumer_offset`, as 5.x
+    /// mqadmin's "#Inflight"); `None` from 4.9 brokers, which do not report pull offsets.
+    pub inflight: Option<i64>,
 }
 
 /// The whole group's progress: every queue, in Java's `MessageQueue` order, and the totals.
@@ -55,12 +58,22 @@ impl GroupLag {
             .fold(0, i64::saturating_add)
     }
 
+    /// The sum of the queues' in-flight counts (5.x mqadmin's "Consume Inflight Total"), `None`
+    /// when no broker reported pull offsets (4.9).
+    pub fn total_inflight(&self) -> Option<i64> {
+        self.queues
+            .iter()
+            .filter_map(|q| q.inflight)
+            .reduce(i64::saturating_add)
+    }
+
     /// The totals line `rmq lag` ends with.
     pub fn totals_json(&self) -> Value {
         json!({
             "group": self.group,
             "queues": self.queues.len(),
             "total_lag": self.total_lag(),
+            "total_inflight": self.total_inflight(),
             "consume_tps": self.consume_tps,
         })
     }
@@ -148,5 +161,8 @@ fn queue_lag(cluster: &Cluster, mq: &MessageQueue, offsets: &OffsetWrapper) -> Q
             .broker_offset
             .saturating_sub(offsets.consumer_offset),
         last_timestamp: (offsets.last_timestamp > 0).then_some(offsets.last_timestamp),
+        inflight: offsets
+            .pull_offset
+            .map(|pulled| pulled.saturating_sub(offsets.consumer_offset)),
     }
 }

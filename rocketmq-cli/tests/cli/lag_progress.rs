@@ -1,7 +1,7 @@
 //! `rmq lag` against the real local broker: after a group read part of a topic, each queue's
 //! line shows the broker's max offset, the group's committed offset (the same `rmq offsets`
-//! reads), their difference and the last consumed message's store time; the totals line sums
-//! them. A group that never ran, and a topic nobody created, fail with one line saying so.
+//! reads), their difference, the last consumed message's store time and (5.x) what is in
+//! flight; the totals line sums them. A group that never ran, and a topic nobody created, fail with one line saying so.
 
 use crate::support::{consume_from_first, create_topic, fresh_topic_and_group, rmq};
 
@@ -42,6 +42,12 @@ fn lag_shows_each_queue_and_the_totals() {
         assert_eq!(queue["lag"], broker - consumer, "{queue}");
         // A queue read from knows when its last consumed message was stored.
         assert_eq!(consumer > 0, queue["last_timestamp"].is_i64(), "{queue}");
+        // 5.x reports where the pulls stand (what was read is pulled, perhaps more); 4.9 does not.
+        let inflight = &queue["inflight"];
+        assert!(
+            inflight.is_null() || inflight.as_i64().is_some_and(|n| n >= 0),
+            "{queue}"
+        );
         committed_total += consumer;
     }
     // Only printed messages are acknowledged, and offsets commit up to the first unread one.
@@ -50,6 +56,11 @@ fn lag_shows_each_queue_and_the_totals() {
     assert_eq!(totals["queues"], 2, "{totals}");
     assert_eq!(totals["total_lag"], 20 - committed_total, "{totals}");
     assert!(totals["consume_tps"].is_f64(), "{totals}");
+    assert_eq!(
+        totals["total_inflight"].is_null(),
+        queues[0]["inflight"].is_null(),
+        "{totals}"
+    );
 
     // Without --topic the group's topics come from the brokers: this one is among them.
     let (ok, all, stderr) = rmq(&["lag", "--group", &group]);

@@ -34,9 +34,10 @@ pub struct OffsetWrapper {
     /// The group's committed offset; the broker writes 0 when the group has none.
     #[serde(deserialize_with = "nullable")]
     pub consumer_offset: i64,
-    /// 5.x: the pull offset of pop consumers (absent from 4.9, 0 there).
-    #[serde(deserialize_with = "nullable")]
-    pub pull_offset: i64,
+    /// 5.x: where the members' pulls stand (`None` from 4.9, which does not send it); what
+    /// lies between it and `consumer_offset` is in flight (pulled, not yet committed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_offset: Option<i64>,
     /// The store time of the last consumed message (the one before `consumer_offset`), ms
     /// since the epoch; 0 when unknown.
     #[serde(deserialize_with = "nullable")]
@@ -82,7 +83,7 @@ mod tests {
                 OffsetWrapper {
                     broker_offset: 10,
                     consumer_offset: 4,
-                    pull_offset: 0,
+                    pull_offset: None,
                     last_timestamp: 1_764_614_400_000,
                 },
             )]
@@ -112,7 +113,7 @@ mod tests {
             OffsetWrapper {
                 broker_offset: 10,
                 consumer_offset: 2,
-                pull_offset: 0,
+                pull_offset: None,
                 last_timestamp: 1_796_150_923_004,
             }
         );
@@ -126,7 +127,7 @@ mod tests {
         let java = br#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"broker-a","queueId":1,"topic":"lag5"}:{"brokerOffset":10,"consumerOffset":2,"lastTimestamp":1796151494372,"pullOffset":10},{"brokerName":"broker-a","queueId":0,"topic":"lag5"}:{"brokerOffset":10,"consumerOffset":10,"lastTimestamp":1796151494375,"pullOffset":10}}}"#;
         let stats = ConsumeStats::decode(java).unwrap();
         let queue = stats.offset_table[&MessageQueue::new("lag5", "broker-a", 1)];
-        assert_eq!((queue.consumer_offset, queue.pull_offset), (2, 10));
+        assert_eq!((queue.consumer_offset, queue.pull_offset), (2, Some(10)));
         assert_eq!(stats.total_diff(), 8);
     }
 
