@@ -185,3 +185,54 @@ fn queue_table<V: serde::Serialize>(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use proto::MessageQueue;
+    use proto::body::ProcessQueueInfo;
+
+    use super::*;
+
+    /// A running info as a namespaced member answers it (wire names), decoded from fastjson
+    /// object keys, printed with the queue table as an array and the names unwrapped.
+    #[test]
+    fn queue_tables_become_arrays_without_the_namespace() {
+        let mut info = ConsumerRunningInfo::default();
+        info.mq_table.insert(
+            MessageQueue::new("ns%T", "broker-a", 1),
+            ProcessQueueInfo {
+                commit_offset: 7,
+                ..ProcessQueueInfo::default()
+            },
+        );
+        info.status_table
+            .insert("ns%T".into(), proto::body::ConsumeStatus::default());
+        let info = ConsumerRunningInfo::decode(&info.encode()).unwrap();
+        let cluster = Cluster::new("127.0.0.1:9876").with_namespace(Some("ns".into()));
+        let member = MemberStatus {
+            client_id: "127.0.0.1@1".into(),
+            result: Ok(info),
+        };
+        let line = member.to_json(&cluster);
+        assert_eq!(line["client_id"], "127.0.0.1@1");
+        let table = line["running_info"]["mqTable"].as_array().unwrap();
+        assert_eq!(table.len(), 1);
+        assert_eq!(table[0]["topic"], "T");
+        assert_eq!(table[0]["brokerName"], "broker-a");
+        assert_eq!(table[0]["queueId"], 1);
+        assert_eq!(table[0]["commitOffset"], 7);
+        assert!(
+            line["running_info"]["statusTable"]["T"].is_object(),
+            "{line}"
+        );
+
+        let failed = MemberStatus {
+            client_id: "c".into(),
+            result: Err("timed out".into()),
+        };
+        assert_eq!(
+            failed.to_json(&cluster),
+            json!({"client_id": "c", "error": "timed out"})
+        );
+    }
+}
