@@ -116,6 +116,10 @@ pub enum AdminError {
     /// without a route, a message id nobody stores): the message says which.
     #[error("{0}")]
     NotFound(String),
+    /// The peer cannot do what was asked, for a known reason of its own: the message says
+    /// which.
+    #[error("{0}")]
+    Limitation(String),
 }
 
 impl AdminError {
