@@ -144,8 +144,8 @@ pub fn reset_offset(
     Ok(out)
 }
 
-/// Java 4.9's refusal of a group without a committed offset on some queue says only "THe
-/// consumer group <G> not exist"; say what it means.
+/// Java 4.9's refusal of a group without a committed offset on some queue says only
+/// `THe consumer group <G> not exist`; say what it means.
 fn explain(error: AdminError, broker: &BrokerTarget, group: &str) -> AdminError {
     match error {
         AdminError::Refused {
