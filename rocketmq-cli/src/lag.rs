@@ -4,9 +4,9 @@
 //! Which brokers: with a topic, the topic's route; without one, the route of the group's retry
 //! topic `%RETRY%<group>`, as Java's `DefaultMQAdminExtImpl.examineConsumeStats` does (every
 //! broker a member ever pulled from has it). Each broker then reports the topics the group
-//! committed offsets for there (`AdminBrokerProcessor.getConsumeStats`), which include the retry
-//! topic itself: they are listed, as mqadmin lists them, since messages waiting for a retry are
-//! lag too.
+//! committed offsets for there (`AdminBrokerProcessor.getConsumeStats`), the retry topic among
+//! them once the group committed there: it is listed as mqadmin lists it, since messages
+//! waiting for a retry are lag too.
 
 use proto::body::{ConsumeStats, OffsetWrapper};
 use proto::headers::GetConsumeStatsRequest;
