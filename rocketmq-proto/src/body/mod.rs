@@ -26,6 +26,7 @@
 //! | [`GetConsumerStatusBody`] | `GET_CONSUMER_STATUS_FROM_CLIENT` (221) response | client → broker |
 //! | [`ConsumerRunningInfo`] | `GET_CONSUMER_RUNNING_INFO` (307) response | client → broker |
 //! | [`ConsumeMessageDirectlyResult`] | `CONSUME_MESSAGE_DIRECTLY` (309) response | client → broker |
+//! | [`ConsumeStats`] | `GET_CONSUME_STATS` (208) response | broker → admin |
 //! | [`OffsetTable`] | the local `offsets.json` of a broadcasting consumer | file |
 
 /// A Java enum that travels by constant name: a `#[non_exhaustive]` Rust enum whose serde form
@@ -58,6 +59,7 @@ macro_rules! java_enum {
 
 mod check_client;
 mod consume_directly;
+mod consume_stats;
 mod consumer_list;
 mod consumer_status;
 mod heartbeat;
@@ -79,6 +81,7 @@ use crate::queue::MessageQueue;
 
 pub use check_client::CheckClientRequestBody;
 pub use consume_directly::{ConsumeMessageDirectlyResult, ConsumeResult};
+pub use consume_stats::{ConsumeStats, OffsetWrapper};
 pub use consumer_list::ConsumerListBody;
 pub use consumer_status::GetConsumerStatusBody;
 pub use heartbeat::{

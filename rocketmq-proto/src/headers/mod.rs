@@ -58,10 +58,13 @@
 mod admin;
 mod callback;
 mod client;
+mod consume_stats;
 mod offset;
 mod pull;
 pub mod pull_sys_flag;
+mod query_message;
 mod send;
+mod view_message;
 
 pub use admin::CreateTopicRequest;
 pub use callback::{
@@ -73,6 +76,7 @@ pub use client::{
     GetRouteInfoRequest, HeartbeatRequest, HeartbeatResponse, LockBatchMqRequest,
     UnlockBatchMqRequest, UnregisterClientRequest,
 };
+pub use consume_stats::GetConsumeStatsRequest;
 pub use offset::{
     BoundaryType, GetEarliestMsgStoretimeRequest, GetEarliestMsgStoretimeResponse,
     GetMaxOffsetRequest, GetMaxOffsetResponse, GetMinOffsetRequest, GetMinOffsetResponse,
@@ -80,4 +84,6 @@ pub use offset::{
     SearchOffsetResponse, UpdateConsumerOffsetRequest,
 };
 pub use pull::{PullMessageRequest, PullMessageResponse};
+pub use query_message::{QueryMessageRequest, QueryMessageResponse};
 pub use send::{SendMessageRequest, SendMessageRequestV2, SendMessageResponse};
+pub use view_message::ViewMessageRequest;
