@@ -154,6 +154,10 @@ enum Cmd {
         /// Orderly: one delivery per queue at a time, in order, under the queue's lock.
         #[arg(long)]
         orderly: bool,
+        /// At most this many messages a second (the consumer's rate limit: messages wait in
+        /// its cache and pulls slow down; none is dropped). Must be positive.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        rate: Option<u32>,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -368,6 +372,7 @@ fn run(command: Cmd) -> Result<(), String> {
             runtime,
             broadcast,
             orderly,
+            rate,
             cluster,
         } => {
             let from = match from.as_str() {
@@ -393,6 +398,7 @@ fn run(command: Cmd) -> Result<(), String> {
                 runtime,
                 broadcast,
                 orderly,
+                rate,
             };
             let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;

@@ -9,6 +9,8 @@ mod support;
 
 #[path = "cli/consume_orderly_broadcast.rs"]
 mod consume_orderly_broadcast;
+#[path = "cli/consume_rate_limit.rs"]
+mod consume_rate_limit;
 #[path = "cli/consume_unreachable_cluster_fails.rs"]
 mod consume_unreachable_cluster_fails;
 #[path = "cli/consumer_status_members.rs"]
