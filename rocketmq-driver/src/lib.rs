@@ -53,6 +53,9 @@ pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
 pub use consumer_core::rate::RateLimit;
+pub use consumer_core::rebalance::{
+    DEFAULT_VIRTUAL_NODES, MachineRoomResolver, RoomPrefix, Strategy,
+};
 pub use consumer_core::signer::is_access_refusal;
 pub use consumer_core::stats::{
     ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats,
@@ -82,7 +85,7 @@ pub mod prelude {
         ConsumerConfig, ConsumerStats, ControlError, Credentials, DriverStopped, Event,
         FailureReason, Latency, Message, MessageQueue, ProducerConfig, ProducerMessage, QueueStats,
         RateLimit, RunningConsumer, Runtime, SendError, SendResult, SendStatus, ShutdownReport,
-        SignatureAlgorithm,
+        SignatureAlgorithm, Strategy,
     };
 }
 

@@ -429,6 +429,14 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
         /// TLS for every connection (see `PushConsumerBuilder::tls`).
         tls;
 
+        /// How the group's members share a topic's queues (every member must use the same):
+        /// [`Strategy::Averagely`](crate::Strategy::Averagely) by default, as Java; also by
+        /// circle, by config, by machine room, machine room nearby (with a
+        /// [`MachineRoomResolver`](crate::MachineRoomResolver) such as
+        /// [`RoomPrefix`](crate::RoomPrefix)), and consistent hash, each as its Java
+        /// `AllocateMessageQueueStrategy`.
+        allocation;
+
         /// At most this many messages (and, with
         /// [`RateLimit::with_bytes`](crate::RateLimit::with_bytes), body bytes) a second reach
         /// the application, over all queues. Messages beyond it wait in the cache, and a

@@ -121,6 +121,10 @@ impl Setup {
         self.config.credentials = Some(credentials);
     }
 
+    pub(crate) fn allocation(&mut self, strategy: consumer_core::rebalance::Strategy) {
+        self.config.strategy = strategy;
+    }
+
     pub(crate) fn rate_limit(&mut self, limit: consumer_core::rate::RateLimit) {
         self.config.rate_limit = Some(limit);
     }
@@ -399,6 +403,12 @@ macro_rules! setup_setters {
     ($(#[$doc:meta])* credentials; $($rest:tt)*) => {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] credentials(
             credentials: consumer_core::Credentials
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* allocation; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] allocation(
+            strategy: $crate::Strategy
         ));
         $crate::setup::setup_setters!($($rest)*);
     };
