@@ -88,6 +88,23 @@ pub(crate) enum PullCommand {
     },
     /// The queues owned now.
     Assignment(oneshot::Sender<Vec<MessageQueue>>),
+    /// Subscribe to `topic` (again: the new expression replaces the old one).
+    Subscribe {
+        topic: String,
+        expression: String,
+        sql92: bool,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Stop consuming `topic`; answers whether it was subscribed.
+    Unsubscribe {
+        topic: String,
+        reply: oneshot::Sender<bool>,
+    },
+    /// Poll mode: read exactly these queues from now on (Java's `assign`).
+    Assign {
+        queues: Vec<MessageQueue>,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
     /// A snapshot of the consumer's state and counters (push consumers ask too; it leaves a
     /// held `Take` alone: it changes nothing the asker was given).
     Stats(oneshot::Sender<ConsumerStats>),

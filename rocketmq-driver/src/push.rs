@@ -344,6 +344,56 @@ impl RunningConsumer {
             .tell(Input::Resume(queues.into_iter().collect()));
     }
 
+    /// Subscribes to `topic` while running (again: the new tag expression replaces the old
+    /// one, and pulls use it from the next one on). The brokers hear of it at once, and the
+    /// topic's queues are shared out at the rebalance that follows. Fails with
+    /// [`ControlError::Rejected`] for a name brokers refuse (empty, too long, `%RETRY%`).
+    pub async fn subscribe(
+        &self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Result<(), ControlError> {
+        self.subscribe_with(topic.into(), expression.into(), false)
+            .await
+    }
+
+    /// [`RunningConsumer::subscribe`] with an SQL92 expression (see
+    /// [`PushConsumerBuilder::subscribe_sql92`]).
+    pub async fn subscribe_sql92(
+        &self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Result<(), ControlError> {
+        self.subscribe_with(topic.into(), expression.into(), true)
+            .await
+    }
+
+    async fn subscribe_with(
+        &self,
+        topic: String,
+        expression: String,
+        sql92: bool,
+    ) -> Result<(), ControlError> {
+        self.spawned
+            .ask(|reply| PullCommand::Subscribe {
+                topic,
+                expression,
+                sql92,
+                reply,
+            })
+            .await?
+    }
+
+    /// Stops consuming `topic`: its queues go as a rebalance takes them (running handlers
+    /// finish, offsets are committed, `on_revoke` runs), and the brokers hear of it at the
+    /// next heartbeat. Resolves to whether the topic was subscribed.
+    pub async fn unsubscribe(&self, topic: impl Into<String>) -> Result<bool, ControlError> {
+        let topic = topic.into();
+        self.spawned
+            .ask(|reply| PullCommand::Unsubscribe { topic, reply })
+            .await
+    }
+
     /// A snapshot of the consumer's state: per queue its offsets (committed, committable, next
     /// pull, the broker's max), lag, cache, in-flight messages, pause, lease and last pull;
     /// totals; pull and consume latencies (p50, p99, max); connections. Answered by the driver

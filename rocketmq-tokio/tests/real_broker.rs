@@ -36,6 +36,7 @@ mod scenario {
     pub(crate) mod secured;
     pub(crate) mod sql92_filter;
     pub(crate) mod stats;
+    pub(crate) mod subscribe_while_running;
     pub(crate) mod tag_filter;
     pub(crate) mod tls;
 }
@@ -82,5 +83,7 @@ mod reconsume;
 mod secured;
 #[path = "real_broker/stats.rs"]
 mod stats;
+#[path = "real_broker/subscribe_while_running.rs"]
+mod subscribe_while_running;
 #[path = "real_broker/tls.rs"]
 mod tls;

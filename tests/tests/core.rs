@@ -77,6 +77,8 @@ mod stale_pull_response_dropped;
 mod start_offset_table;
 #[path = "core/stats_snapshot.rs"]
 mod stats_snapshot;
+#[path = "core/subscribe_while_running.rs"]
+mod subscribe_while_running;
 #[path = "core/topic_disappears.rs"]
 mod topic_disappears;
 #[path = "core/unregister_after_final_commits.rs"]

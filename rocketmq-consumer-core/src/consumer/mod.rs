@@ -257,6 +257,24 @@ impl Consumer {
         self.add_subscription(now, SubscriptionData::new(&topic, expression, version))
     }
 
+    /// Stops consuming `topic`: its queues are revoked as a rebalance revokes them (in-flight
+    /// deliveries drain, offsets are committed, the revoke hook runs), the brokers hear of it
+    /// at the next heartbeat, and poll mode's assigned queues of it are dropped. Returns false
+    /// for a topic not subscribed (the retry topic cannot be unsubscribed).
+    pub fn unsubscribe(&mut self, now: Instant, topic: &str) -> bool {
+        let topic = self.inward(topic).into_owned();
+        if topic == self.retry_topic || self.subscriptions.remove(&topic).is_none() {
+            return false;
+        }
+        self.unchecked.remove(&topic);
+        self.assigned.remove(&topic);
+        self.cluster.forget_route(&topic);
+        self.apply_assignment(now, &topic, BTreeSet::new());
+        self.timers.reset(now, Timer::Heartbeat);
+        self.after_input(now);
+        true
+    }
+
     /// `resource` (a topic or group as the application names it) as the brokers know it.
     pub(super) fn inward<'a>(&self, resource: &'a str) -> Cow<'a, str> {
         match &self.namespace {

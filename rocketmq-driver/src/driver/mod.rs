@@ -274,6 +274,26 @@ impl<R: Runtime> Io<R> {
             PullCommand::Stats(reply) => {
                 let _ = reply.send(consumer.stats());
             }
+            PullCommand::Subscribe {
+                topic,
+                expression,
+                sql92,
+                reply,
+            } => {
+                let done = if sql92 {
+                    consumer.subscribe_sql92(now, &topic, &expression)
+                } else {
+                    consumer.subscribe(now, &topic, &expression)
+                };
+                let _ = reply.send(done.map_err(ControlError::Rejected));
+            }
+            PullCommand::Unsubscribe { topic, reply } => {
+                let _ = reply.send(consumer.unsubscribe(now, &topic));
+            }
+            PullCommand::Assign { queues, reply } => {
+                let done = consumer.assign(now, queues);
+                let _ = reply.send(done.map_err(ControlError::Rejected));
+            }
         }
     }
 
