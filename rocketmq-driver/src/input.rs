@@ -108,4 +108,21 @@ pub(crate) enum PullCommand {
     /// A snapshot of the consumer's state and counters (push consumers ask too; it leaves a
     /// held `Take` alone: it changes nothing the asker was given).
     Stats(oneshot::Sender<ConsumerStats>),
+    /// The stats and the latency buckets behind them, for the `metrics` exporter (it leaves a
+    /// held `Take` alone, as `Stats` does).
+    #[cfg(feature = "metrics")]
+    Metrics(oneshot::Sender<(ConsumerStats, consumer_core::stats::LatencyBuckets)>),
+}
+
+impl PullCommand {
+    /// Whether the command leaves a held `Take` waiting: it changes nothing the asker was
+    /// given (every other command answers the `Take` first).
+    pub(crate) fn leaves_take(&self) -> bool {
+        match self {
+            Self::Take { .. } | Self::Stats(_) => true,
+            #[cfg(feature = "metrics")]
+            Self::Metrics(_) => true,
+            _ => false,
+        }
+    }
 }

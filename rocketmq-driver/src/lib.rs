@@ -39,6 +39,8 @@ mod control;
 mod driver;
 mod input;
 mod lite_pull;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod offset_file;
 mod producer;
 mod push;

@@ -207,6 +207,11 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// `AllocateMessageQueueStrategy`.
         allocation;
 
+        /// Export the consumer's stats through the `metrics` facade every `every` (the
+        /// `metrics` feature; names and labels in [`crate::metrics`]), for the
+        /// recorder the application installed. Costs nothing per message.
+        metrics;
+
         /// At most this many messages (and, with
         /// [`RateLimit::with_bytes`](crate::RateLimit::with_bytes), body bytes) a second reach
         /// the handler, over all queues. Messages beyond it wait in the cache, and a

@@ -32,6 +32,9 @@ pub(crate) struct Setup {
     pub(crate) tls: Option<crate::Tls>,
     /// The application's rebalance hooks.
     pub(crate) hooks: crate::driver::hooks::RebalanceHooks,
+    /// Export the stats through `metrics` this often (`None`: not at all).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<Duration>,
 }
 
 /// A checked [`Setup`], ready to create consumers.
@@ -57,6 +60,8 @@ impl Setup {
             #[cfg(feature = "tls")]
             tls: None,
             hooks: Default::default(),
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 
@@ -123,6 +128,11 @@ impl Setup {
 
     pub(crate) fn allocation(&mut self, strategy: consumer_core::rebalance::Strategy) {
         self.config.strategy = strategy;
+    }
+
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics(&mut self, every: Duration) {
+        self.metrics = Some(every);
     }
 
     pub(crate) fn rate_limit(&mut self, limit: consumer_core::rate::RateLimit) {
@@ -242,6 +252,15 @@ impl Checked {
             hooks: self.setup.hooks.clone(),
         };
         runtime.spawn(Box::pin(driver.run().instrument(span)));
+        #[cfg(feature = "metrics")]
+        if let Some(every) = self.setup.metrics {
+            runtime.spawn(Box::pin(crate::metrics::run(
+                runtime.clone(),
+                inputs_tx.clone(),
+                self.setup.config.group.clone(),
+                every,
+            )));
+        }
         Spawned {
             inputs: inputs_tx,
             report: Some(report),
@@ -410,6 +429,11 @@ macro_rules! setup_setters {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] allocation(
             strategy: $crate::Strategy
         ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* metrics; $($rest:tt)*) => {
+        #[cfg(feature = "metrics")]
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] metrics(every: std::time::Duration));
         $crate::setup::setup_setters!($($rest)*);
     };
     ($(#[$doc:meta])* rate_limit; $($rest:tt)*) => {

@@ -23,6 +23,7 @@ mod scenario {
     pub(crate) mod group_split;
     pub(crate) mod handler_panics;
     pub(crate) mod lite_pull;
+    pub(crate) mod metrics;
     pub(crate) mod namespaces;
     pub(crate) mod orderly;
     pub(crate) mod pause_resume;
@@ -51,6 +52,8 @@ mod handler_panics;
 mod interop;
 #[path = "real_broker/lite_pull.rs"]
 mod lite_pull;
+#[path = "real_broker/metrics.rs"]
+mod metrics;
 #[path = "real_broker/namespaces.rs"]
 mod namespaces;
 #[path = "real_broker/orderly.rs"]

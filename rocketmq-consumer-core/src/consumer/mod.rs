@@ -52,7 +52,7 @@ use crate::output::{
 };
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
-use crate::stats::{ConsumerStats, Histogram, QueueStats};
+use crate::stats::{ConsumerStats, Histogram, LatencyBuckets, QueueStats};
 use crate::timer::{Timer, TimerQueue};
 use app_answers::AppAnswers;
 use cluster::ClusterView;
@@ -138,6 +138,7 @@ struct Counters {
     /// Round trips of pulls answered without a long-poll suspension (see `ConsumerStats`).
     pull_latency: Histogram,
     delivered: u64,
+    delivered_messages: u64,
     consume_time: Duration,
     consume_latency: Histogram,
     flow_control_pauses: u64,
@@ -552,6 +553,7 @@ impl Consumer {
             queues,
             in_flight_deliveries: self.deliveries.len(),
             delivered: c.delivered,
+            delivered_messages: c.delivered_messages,
             pulls: c.pulls,
             pull_latency: c.pull_latency.summary(),
             consume_latency: c.consume_latency.summary(),
@@ -564,6 +566,14 @@ impl Consumer {
             rate_limit_pull_pauses: c.rate_limit_pull_pauses,
             expired_deliveries: c.expired,
             sent_back: c.sent_back,
+        }
+    }
+
+    /// The latency distributions of [`Consumer::stats`], bucket by bucket.
+    pub fn latency_buckets(&self) -> LatencyBuckets {
+        LatencyBuckets {
+            pull: self.counters.pull_latency.buckets(),
+            consume: self.counters.consume_latency.buckets(),
         }
     }
 
@@ -773,6 +783,7 @@ impl Consumer {
             };
             let id = self.deliveries.start(now, source);
             self.counters.delivered += 1;
+            self.counters.delivered_messages += messages.len() as u64;
             self.outputs.push_back(Output::Deliver(Delivery {
                 id,
                 queue,

@@ -213,7 +213,7 @@ impl<R: Runtime> Io<R> {
 
     /// Carries out a lite pull consumer's request.
     fn pull_command(&mut self, consumer: &mut Consumer, now: Instant, command: PullCommand) {
-        if !matches!(command, PullCommand::Take { .. } | PullCommand::Stats(_))
+        if !command.leaves_take()
             && let Some((_, reply)) = self.waiters.take.take()
         {
             let _ = reply.send(None);
@@ -273,6 +273,10 @@ impl<R: Runtime> Io<R> {
             }
             PullCommand::Stats(reply) => {
                 let _ = reply.send(consumer.stats());
+            }
+            #[cfg(feature = "metrics")]
+            PullCommand::Metrics(reply) => {
+                let _ = reply.send((consumer.stats(), consumer.latency_buckets()));
             }
             PullCommand::Subscribe {
                 topic,
