@@ -158,6 +158,11 @@ enum Cmd {
         /// its cache and pulls slow down; none is dropped). Must be positive.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         rate: Option<u32>,
+        /// Trace every message to RMQ_SYS_TRACE_TOPIC (Java's message trace, which Java's
+        /// dashboard and `mqadmin queryMsgTraceById` read; the broker needs
+        /// traceTopicEnable=true).
+        #[arg(long)]
+        trace: bool,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -373,6 +378,7 @@ fn run(command: Cmd) -> Result<(), String> {
             broadcast,
             orderly,
             rate,
+            trace,
             cluster,
         } => {
             let from = match from.as_str() {
@@ -399,6 +405,7 @@ fn run(command: Cmd) -> Result<(), String> {
                 broadcast,
                 orderly,
                 rate,
+                trace,
             };
             let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;

@@ -11,6 +11,8 @@ mod support;
 mod consume_orderly_broadcast;
 #[path = "cli/consume_rate_limit.rs"]
 mod consume_rate_limit;
+#[path = "cli/consume_trace.rs"]
+mod consume_trace;
 #[path = "cli/consume_unreachable_cluster_fails.rs"]
 mod consume_unreachable_cluster_fails;
 #[path = "cli/consumer_status_members.rs"]

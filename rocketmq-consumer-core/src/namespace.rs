@@ -171,10 +171,13 @@ impl Namespace {
             },
             // The offset file keeps the wire names, as Java's `LocalFileOffsetStore` does, and
             // `load_offsets` takes them back as they were stored.
+            // Trace records name the group without its namespace already (Java's hook does the
+            // same) and carry no queue.
             other @ (Output::Connect { .. }
             | Output::Send { .. }
             | Output::Close { .. }
-            | Output::StoreOffsets(_)) => other,
+            | Output::StoreOffsets(_)
+            | Output::Trace(_)) => other,
         }
     }
 

@@ -131,6 +131,9 @@ pub enum Output {
         /// The queues.
         queues: Vec<MessageQueue>,
     },
+    /// With `ConsumerConfig::trace`: trace records to send to the trace topic (best effort:
+    /// a driver may drop them when it cannot keep up, never holding deliveries back).
+    Trace(Vec<proto::trace::TraceRecord>),
     /// Something the user may want to know.
     Event(Event),
 }

@@ -48,6 +48,7 @@ mod runtime;
 mod setup;
 #[cfg(feature = "tls")]
 mod tls;
+mod trace_dispatch;
 mod transport;
 
 pub use consumer_core::namespace::Namespace;

@@ -212,6 +212,17 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// recorder the application installed. Costs nothing per message.
         metrics;
 
+        /// Message trace (Java's `enableMsgTrace`): every message is traced as its handler
+        /// starts and finishes, in Java's trace format, to `RMQ_SYS_TRACE_TOPIC` (brokers
+        /// create it with `traceTopicEnable=true`), so Java's dashboard and `mqadmin
+        /// queryMsgTraceById` show this consumer. Records go out in batches from a task and a
+        /// producer of their own, never holding deliveries back: when the trace topic cannot
+        /// keep up they are dropped and counted (`stats().trace_dropped`).
+        trace;
+
+        /// [`Self::trace`] to another topic.
+        trace_topic;
+
         /// At most this many messages (and, with
         /// [`RateLimit::with_bytes`](crate::RateLimit::with_bytes), body bytes) a second reach
         /// the handler, over all queues. Messages beyond it wait in the cache, and a

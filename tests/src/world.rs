@@ -185,6 +185,8 @@ pub struct Node {
     /// the time it did; the world never answers them (a test calls `revoke_done`, or the
     /// revoke deadline ends them).
     pub revoking: Vec<(Instant, RequestId, Vec<MessageQueue>)>,
+    /// With `trace`: every message trace record the consumer handed out, with the time.
+    pub traces: Vec<(Instant, proto::trace::TraceRecord)>,
 }
 
 /// The simulated world.
@@ -646,6 +648,12 @@ impl World {
             }
             Output::Revoking { request, queues } => {
                 self.nodes[i].revoking.push((self.now, request, queues));
+            }
+            Output::Trace(records) => {
+                let now = self.now;
+                self.nodes[i]
+                    .traces
+                    .extend(records.into_iter().map(|r| (now, r)));
             }
             Output::Close { conn } => {
                 if let Some(key) = self.nodes[i].keys.remove(&conn) {
@@ -1122,6 +1130,7 @@ impl World {
             hold: false,
             held: Vec::new(),
             revoking: Vec::new(),
+            traces: Vec::new(),
         });
         self.note(format!("node {index} starts"));
         index

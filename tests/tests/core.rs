@@ -17,6 +17,8 @@ mod consume_timeout;
 mod flow_control_pauses_pull;
 #[path = "core/late_complete_after_revoke.rs"]
 mod late_complete_after_revoke;
+#[path = "core/message_trace_records.rs"]
+mod message_trace_records;
 #[path = "core/name_server_failover.rs"]
 mod name_server_failover;
 #[path = "core/namespace_wraps_names.rs"]

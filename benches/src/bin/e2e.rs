@@ -6,7 +6,8 @@
 //! 2. drains it in `E2E_RUNS` (7) rounds, each (a) with a bare pull loop: one `PULL_MESSAGE` of
 //!    32 in flight per queue and nothing else, the ceiling; (b) with the push consumer on tokio;
 //!    (t) the same over TLS (rustls, against the broker's TLS-permissive port, `E2E_TLS=0` to
-//!    leave it out); (m) exporting its stats through `metrics` every 100 ms; (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push
+//!    leave it out); (m) exporting its stats through `metrics` every 100 ms; (r) tracing every
+//!    message to the trace topic (`E2E_TRACE=0` to leave it out); (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push
 //!    consumer and (k, k32) its lite pull consumer (`scripts/java-peer bench`). The handlers
 //!    only count, unless `E2E_HANDLER_US` gives each message that many µs of busy work. "vs
 //!    bare" is the median of the per-round ratios. Each drain runs in a child process (this
@@ -128,6 +129,11 @@ fn parent() {
     // The tokio consumer exporting its stats through `metrics` (every 100 ms, into a
     // recorder), to show what the export costs.
     roles.insert(2, ("(m) tokio, metrics on", "tokio-metrics", None));
+    // The tokio consumer tracing every message (Java's message trace) to the broker's trace
+    // topic (E2E_TRACE=0 leaves it out, for a broker without `traceTopicEnable`).
+    if env_or("E2E_TRACE", 1) != 0 {
+        roles.insert(3, ("(r) tokio, message trace on", "tokio-trace", None));
+    }
     // Apache's Java client, the peer to beat (E2E_JAVA=0 leaves it out).
     if env_or("E2E_JAVA", 1) != 0 {
         roles.extend(
@@ -575,6 +581,13 @@ fn child(args: &[String]) {
                 Variant::Metrics,
             ))
         }
+        "tokio-trace" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
+            namesrv,
+            topic,
+            total,
+            None,
+            Variant::Trace,
+        )),
         "smol" => smol::block_on(push::<rocketmq_smol::SmolRuntime>(
             namesrv,
             topic,
@@ -765,6 +778,8 @@ enum Variant {
     Tls,
     /// Exporting its stats through `metrics` every 100 ms, into a recorder.
     Metrics,
+    /// Tracing every message to the broker's trace topic.
+    Trace,
 }
 
 /// (b), (c), (e): a push consumer of a new group on runtime `R`, from the first offset, until
@@ -796,6 +811,7 @@ async fn push<R: driver::Runtime>(
                 builder.tls(driver::Tls::new().dangerous_accept_any_server_certificate())
             }
             Variant::Metrics => builder.metrics(Duration::from_millis(100)),
+            Variant::Trace => builder.trace(),
         };
         builder
             .build()

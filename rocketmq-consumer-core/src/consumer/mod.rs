@@ -26,6 +26,7 @@ mod cluster;
 mod deliveries;
 mod lease;
 mod local_offsets;
+mod message_trace;
 mod offsets;
 mod poll;
 mod pulling;
@@ -58,6 +59,7 @@ use app_answers::AppAnswers;
 use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 use local_offsets::LocalOffsets;
+use message_trace::{OpenTrace, ReturnType};
 use queues::{Phase, QueueTable, Start};
 use rate_hold::RateHold;
 use requests::{Pending, PendingKind, Requests};
@@ -112,6 +114,10 @@ pub struct Consumer {
     access: access::AccessDenials,
     /// The consumption rate limits (wire topic names).
     rate: RateLimiter,
+    /// Message trace: deliveries traced so far, and what makes this consumer's request ids
+    /// its own.
+    traced: u64,
+    trace_salt: u64,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,
@@ -205,6 +211,8 @@ impl Consumer {
             namespace,
             access: access::AccessDenials::default(),
             rate,
+            traced: 0,
+            trace_salt: 0,
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
             report: ShutdownReport::default(),
@@ -240,6 +248,15 @@ impl Consumer {
             now + consumer.config.persist_interval,
             Timer::PersistOffsets,
         );
+        // FNV-1a of the client id, with the start time: request ids differ across consumers
+        // and across restarts of one.
+        consumer.trace_salt = consumer
+            .client_id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
+            ^ unix_ms.unsigned_abs();
         Ok(consumer)
     }
 
@@ -392,6 +409,19 @@ impl Consumer {
         let took = now.saturating_duration_since(flight.started);
         self.counters.consume_time += took;
         self.counters.consume_latency.record(took);
+        if let Some(trace) = flight.trace {
+            let consumed_all = match &flight.source {
+                Source::Queue { offsets, .. } => outcome.consumed(offsets.len()) == offsets.len(),
+                Source::Direct { .. } => outcome.consumed(1) == 1,
+            };
+            let result = if consumed_all {
+                ReturnType::Success
+            } else {
+                ReturnType::Failed
+            };
+            let records = trace.close(self.unix_ms(now), result);
+            self.outputs.push_back(Output::Trace(records));
+        }
         if self.lifecycle == Lifecycle::Draining {
             self.report.drained += 1;
         }
@@ -566,6 +596,7 @@ impl Consumer {
             rate_limit_pull_pauses: c.rate_limit_pull_pauses,
             expired_deliveries: c.expired,
             sent_back: c.sent_back,
+            trace_dropped: 0,
         }
     }
 
@@ -781,7 +812,8 @@ impl Consumer {
                 epoch,
                 offsets: messages.iter().map(|m| m.queue_offset()).collect(),
             };
-            let id = self.deliveries.start(now, source);
+            let trace = self.open_trace(now, &messages);
+            let id = self.deliveries.start(now, source, trace);
             self.counters.delivered += 1;
             self.counters.delivered_messages += messages.len() as u64;
             self.outputs.push_back(Output::Deliver(Delivery {
@@ -791,6 +823,29 @@ impl Consumer {
             }));
         }
         self.rate_hold_ends(held);
+    }
+
+    /// With message trace: the `SubBefore` records of a delivery of `messages` starting now
+    /// (out at once), and what its completion's records need.
+    fn open_trace(
+        &mut self,
+        now: Instant,
+        messages: &[proto::message::Message],
+    ) -> Option<OpenTrace> {
+        if !self.config.trace {
+            return None;
+        }
+        self.traced += 1;
+        // 32 hex digits, as Java's `MessageClientIDSetter.createUniqID` request ids: this
+        // consumer's salt (its client id and start time) and a sequence number.
+        let request_id = format!("{:016X}{:016X}", self.trace_salt, self.traced);
+        let group = match &self.namespace {
+            Some(ns) => ns.unwrap(&self.config.group).into_owned(),
+            None => self.config.group.clone(),
+        };
+        let (open, records) = message_trace::open(&group, request_id, self.unix_ms(now), messages)?;
+        self.outputs.push_back(Output::Trace(records));
+        Some(open)
     }
 
     /// A rate limit held messages back: wake when the first of them may go.

@@ -56,6 +56,9 @@ pub struct ConsumerStats {
     /// Failed messages the broker took back for a retry (or, orderly, for the dead-letter
     /// queue).
     pub sent_back: u64,
+    /// Message trace records the driver dropped: its queue to the trace topic was full, or a
+    /// send failed (the core itself drops none and leaves this 0).
+    pub trace_dropped: u64,
 }
 
 /// One queue's state.

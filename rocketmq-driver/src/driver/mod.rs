@@ -33,6 +33,9 @@ use handlers::Handlers;
 use hooks::{Hooks, RebalanceHooks};
 use waiters::Waiters;
 
+/// How long a closing consumer waits for its last message trace records to be sent.
+const TRACE_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The task that drives one consumer.
 pub(crate) struct Driver<R: Runtime> {
     pub(crate) runtime: R,
@@ -49,6 +52,8 @@ pub(crate) struct Driver<R: Runtime> {
     pub(crate) tls: Option<crate::transport::Connector>,
     /// The application's rebalance hooks.
     pub(crate) hooks: RebalanceHooks,
+    /// Message trace: where its records go.
+    pub(crate) traces: Option<crate::trace_dispatch::TraceQueue>,
 }
 
 impl<R: Runtime> Driver<R> {
@@ -65,6 +70,7 @@ impl<R: Runtime> Driver<R> {
             done,
             tls,
             hooks,
+            traces,
         } = self;
         let mut io = Io {
             runtime: runtime.clone(),
@@ -73,6 +79,7 @@ impl<R: Runtime> Driver<R> {
             offsets_stored: true,
             conns: Conns::new(runtime.clone(), inputs_tx.clone(), tls),
             hooks: Hooks::new(runtime.clone(), hooks, inputs_tx.clone()),
+            traces,
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
             report: None,
             waiters: Waiters::default(),
@@ -122,6 +129,9 @@ impl<R: Runtime> Driver<R> {
             }
         }
         io.conns.abort_all();
+        if let Some(traces) = io.traces.take() {
+            traces.close(&runtime, TRACE_FLUSH).await;
+        }
         let mut report = io.report.take().unwrap_or_default();
         if !io.offsets_stored {
             // The final table never reached the file: nothing is committed after all.
@@ -150,6 +160,7 @@ struct Io<R: Runtime> {
     conns: Conns<R>,
     handlers: Handlers<R>,
     hooks: Hooks<R>,
+    traces: Option<crate::trace_dispatch::TraceQueue>,
     report: Option<ShutdownReport>,
     waiters: Waiters,
 }
@@ -272,11 +283,11 @@ impl<R: Runtime> Io<R> {
                 let _ = reply.send(consumer.assignment().collect());
             }
             PullCommand::Stats(reply) => {
-                let _ = reply.send(consumer.stats());
+                let _ = reply.send(self.stats(consumer));
             }
             #[cfg(feature = "metrics")]
             PullCommand::Metrics(reply) => {
-                let _ = reply.send((consumer.stats(), consumer.latency_buckets()));
+                let _ = reply.send((self.stats(consumer), consumer.latency_buckets()));
             }
             PullCommand::Subscribe {
                 topic,
@@ -301,6 +312,13 @@ impl<R: Runtime> Io<R> {
         }
     }
 
+    /// The consumer's stats, with what the driver counts itself.
+    fn stats(&self, consumer: &Consumer) -> consumer_core::ConsumerStats {
+        let mut stats = consumer.stats();
+        stats.trace_dropped = self.traces.as_ref().map_or(0, |t| t.dropped());
+        stats
+    }
+
     /// Carries out everything the consumer asks for, and hands ready messages to a waiting
     /// `Take` (which may make the consumer pull, so its outputs are drained again).
     fn drain(&mut self, consumer: &mut Consumer) {
@@ -312,6 +330,11 @@ impl<R: Runtime> Io<R> {
                     Output::Send { conn, command } => self.conns.send(conn, &command),
                     Output::Close { conn } => self.conns.close(conn),
                     Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
+                    Output::Trace(records) => {
+                        if let Some(traces) = &mut self.traces {
+                            traces.append(records);
+                        }
+                    }
                     Output::Revoking { request, queues } => {
                         self.hooks.revoking(consumer, request, queues)
                     }
