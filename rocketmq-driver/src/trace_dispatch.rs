@@ -1,6 +1,6 @@
 //! Sends message trace records to the trace topic, beside the consumer and never in its way
-//! (Java's `AsyncTraceDispatcher`): the driver hands each batch of records to a bounded queue
-//! without waiting, and a task of its own packs them into trace messages (records of one
+//! (Java's `AsyncTraceDispatcher`): the driver hands the records of each of its passes to a
+//! bounded queue without waiting, and a task of its own packs them into trace messages (records of one
 //! batch after the other, up to [`MAX_BODY`] bytes, keyed by the traced message ids and keys
 //! so the broker's index finds them) and sends them with a producer of its own. When the queue
 //! is full, or a send fails, the records are dropped and counted: memory stays bounded while
@@ -34,6 +34,9 @@ pub(crate) struct TraceQueue {
     dropped: Arc<AtomicU64>,
     /// Answered (or dropped) when the sending task is done.
     finished: oneshot::Receiver<()>,
+    /// Records of the driver's current pass, handed over together at its end: one hand-off
+    /// (and one wake of the sending task) per pass instead of one per delivery.
+    pass: Vec<TraceRecord>,
 }
 
 impl TraceQueue {
@@ -51,22 +54,35 @@ impl TraceQueue {
             queue,
             dropped,
             finished,
+            pass: Vec::new(),
         }
     }
 
     /// Closes the queue and waits, at most `within`, for what it holds to be sent: a consumer
     /// shutting down sends its last records before it reports.
     pub(crate) async fn close<R: Runtime>(self, runtime: &R, within: Duration) {
+        let mut this = self;
+        this.end_pass();
         let Self {
             queue, finished, ..
-        } = self;
+        } = this;
         drop(queue);
         let deadline = runtime.sleep_until(runtime.now() + within);
         let _ = future::select(finished, deadline).await;
     }
 
-    /// Queues `records`, or drops them (counted) when the queue is full or the task gone.
+    /// Adds `records` to the current pass.
     pub(crate) fn append(&mut self, records: Vec<TraceRecord>) {
+        self.pass.extend(records);
+    }
+
+    /// The end of the driver's pass: queues its records, or drops them (counted) when the
+    /// queue is full or the task gone.
+    pub(crate) fn end_pass(&mut self) {
+        if self.pass.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.pass);
         let count = records.len() as u64;
         if self.queue.try_send(records).is_err() {
             self.dropped.fetch_add(count, Ordering::Relaxed);
@@ -93,33 +109,35 @@ async fn send_all<R: Runtime>(
         while let Ok(more) = batches.try_recv() {
             pending.extend(more);
         }
-        for (body, keys, count) in pack(std::mem::take(&mut pending)) {
+        for (body, keys, count) in pack(&pending) {
             let message = ProducerMessage::new(body).with_keys(keys);
             if let Err(e) = producer.send(&topic, message).await {
                 tracing::debug!(%topic, error = %e, records = count, "trace records not sent");
                 dropped.fetch_add(count, Ordering::Relaxed);
             }
         }
+        pending.clear();
     }
     producer.close();
 }
 
 /// Packs `records` into message bodies of at most [`MAX_BODY`] bytes (a bigger record alone),
 /// each with its keys joined by spaces and its record count.
-fn pack(records: Vec<TraceRecord>) -> Vec<(String, String, u64)> {
+fn pack(records: &[TraceRecord]) -> Vec<(String, String, u64)> {
     let mut messages = Vec::new();
     let mut body = String::new();
-    let mut keys: BTreeSet<String> = BTreeSet::new();
+    let mut keys: BTreeSet<&str> = BTreeSet::new();
     let mut count = 0;
     for record in records {
-        let mut encoded = String::new();
-        record.encode_into(&mut encoded);
-        if !body.is_empty() && body.len() + encoded.len() > MAX_BODY {
-            messages.push((std::mem::take(&mut body), join(&mut keys), count));
+        let start = body.len();
+        record.encode_into(&mut body);
+        if start > 0 && body.len() > MAX_BODY {
+            // This record starts the next message.
+            let next = body.split_off(start);
+            messages.push((std::mem::replace(&mut body, next), join(&mut keys), count));
             count = 0;
         }
-        body.push_str(&encoded);
-        keys.extend(record.keys().map(str::to_owned));
+        keys.extend(record.keys());
         count += 1;
     }
     if !body.is_empty() {
@@ -128,12 +146,8 @@ fn pack(records: Vec<TraceRecord>) -> Vec<(String, String, u64)> {
     messages
 }
 
-fn join(keys: &mut BTreeSet<String>) -> String {
-    let joined = keys
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(" ");
+fn join(keys: &mut BTreeSet<&str>) -> String {
+    let joined = keys.iter().copied().collect::<Vec<_>>().join(" ");
     keys.clear();
     joined
 }
@@ -156,7 +170,7 @@ mod tests {
     #[test]
     fn packs_within_the_body_limit_with_every_key() {
         let records: Vec<_> = (0..10_000).map(|i| record(i, "k")).collect();
-        let messages = pack(records);
+        let messages = pack(&records);
         assert!(messages.len() > 1, "10 000 records need several messages");
         assert!(messages.iter().all(|(body, _, _)| body.len() <= MAX_BODY));
         assert_eq!(messages.iter().map(|(_, _, n)| n).sum::<u64>(), 10_000);
@@ -167,6 +181,6 @@ mod tests {
         assert_eq!(decoded, 10_000, "every record decodes from its message");
         let (_, keys, _) = &messages[0];
         assert!(keys.split(' ').any(|k| k == "m0") && keys.split(' ').any(|k| k == "k"));
-        assert!(pack(Vec::new()).is_empty());
+        assert!(pack(&[]).is_empty());
     }
 }

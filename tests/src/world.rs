@@ -62,6 +62,11 @@ pub struct WorldConfig {
     /// ACL on: brokers accept only requests signed as [`SIM_ACCESS_KEY`] with
     /// [`SIM_SECRET_KEY`], and every consumer has those credentials.
     pub acl: bool,
+    /// A consumer-wide rate limit (messages a second) on every consumer.
+    pub rate_limit: Option<u32>,
+    /// Message trace on every consumer; [`World::shutdown_all`] then checks that every
+    /// delivered message was traced before and, once completed, after its handler.
+    pub trace: bool,
 }
 
 /// The access key of the simulated cluster's one ACL user.
@@ -90,6 +95,8 @@ impl WorldConfig {
             faults: true,
             consumer_config: |c| c,
             acl: false,
+            rate_limit: None,
+            trace: false,
         }
     }
 }
@@ -99,10 +106,13 @@ impl WorldConfig {
     /// concurrent clustering; the same with poisoned messages and `max_reconsume_times` 2
     /// (dead-letter path); orderly clustering with poisoned messages; broadcasting with
     /// poisoned messages. Every other round of four delivers batches of 3 messages instead of 1.
-    /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those.
+    /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those; every
+    /// fifth with a rate limit of 25 messages a second, and every other one with message trace.
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
         config.acl = seed % 3 == 2;
+        config.rate_limit = (seed % 5 == 3).then_some(25);
+        config.trace = seed % 2 == 1;
         if (seed / 4) % 2 == 1 {
             config.consumer_config = |mut c| {
                 c.consume_batch_size = 3;
@@ -335,6 +345,40 @@ impl World {
             self.fail_if(
                 !node.consumer.is_closed(),
                 &format!("node {i} did not close"),
+            );
+        }
+        if self.config.trace {
+            self.check_traces();
+        }
+    }
+
+    /// With trace: every delivered message has one `SubBefore` record, and every `SubAfter`
+    /// follows the `SubBefore` of the same delivery (request id) and message.
+    fn check_traces(&self) {
+        use proto::trace::TraceRecord;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let delivered: usize = node.delivered.iter().map(|(_, d)| d.messages.len()).sum();
+            // A set: one delivery may hold two copies of a message (its retries), one id.
+            let mut before = BTreeSet::new();
+            let mut befores = 0;
+            for (_, record) in &node.traces {
+                match record {
+                    TraceRecord::SubBefore(b) => {
+                        befores += 1;
+                        before.insert((b.request_id.clone(), b.msg_id.clone()));
+                    }
+                    TraceRecord::SubAfter(a) => self.fail_if(
+                        !before.contains(&(a.request_id.clone(), a.msg_id.clone())),
+                        &format!("node {i}: a SubAfter without its SubBefore: {a:?}"),
+                    ),
+                    TraceRecord::Pub(p) => self.fail(&format!("node {i} traced a send: {p:?}")),
+                }
+            }
+            self.fail_if(
+                befores != delivered,
+                &format!(
+                    "node {i}: {befores} SubBefore records for {delivered} delivered messages"
+                ),
             );
         }
     }
@@ -1104,6 +1148,11 @@ impl World {
         if self.config.acl {
             config.credentials = Some(Credentials::new(SIM_ACCESS_KEY, SIM_SECRET_KEY));
         }
+        config.rate_limit = self
+            .config
+            .rate_limit
+            .map(consumer_core::rate::RateLimit::messages);
+        config.trace = self.config.trace;
         let config = adjust((self.config.consumer_config)(config));
         let unix_ms = self.cluster.wall_millis(self.now);
         let mut consumer = Consumer::new(

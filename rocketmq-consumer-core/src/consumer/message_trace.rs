@@ -49,27 +49,26 @@ pub(crate) fn open(
     if traced.is_empty() {
         return None;
     }
-    let records = traced
-        .iter()
-        .map(|m| {
-            TraceRecord::SubBefore(SubBeforeTrace {
-                timestamp: unix_ms,
-                region: m.property(REGION).unwrap_or(DEFAULT_REGION).to_owned(),
-                group: group.to_owned(),
-                request_id: request_id.clone(),
-                msg_id: m.msg_id(),
-                retry_times: m.reconsume_times(),
-                keys: m.keys().unwrap_or_default().to_owned(),
-            })
-        })
-        .collect();
+    let region_of = |m: &Message| m.property(REGION).unwrap_or(DEFAULT_REGION).to_owned();
+    let mut records = Vec::with_capacity(traced.len());
+    let mut ids = Vec::with_capacity(traced.len());
+    for m in traced {
+        let (msg_id, keys) = (m.msg_id(), m.keys().unwrap_or_default().to_owned());
+        records.push(TraceRecord::SubBefore(SubBeforeTrace {
+            timestamp: unix_ms,
+            region: region_of(m),
+            group: group.to_owned(),
+            request_id: request_id.clone(),
+            msg_id: msg_id.clone(),
+            retry_times: m.reconsume_times(),
+            keys: keys.clone(),
+        }));
+        ids.push((msg_id, keys));
+    }
     let open = OpenTrace {
         request_id,
         started_ms: unix_ms,
-        messages: traced
-            .iter()
-            .map(|m| (m.msg_id(), m.keys().unwrap_or_default().to_owned()))
-            .collect(),
+        messages: ids,
     };
     Some((open, records))
 }
