@@ -133,7 +133,7 @@ pub enum Output {
     },
     /// With `ConsumerConfig::trace`: trace records to send to the trace topic (best effort:
     /// a driver may drop them when it cannot keep up, never holding deliveries back).
-    Trace(Vec<proto::trace::TraceRecord>),
+    Trace(proto::trace::TraceBatch),
     /// Something the user may want to know.
     Event(Event),
 }

@@ -246,29 +246,27 @@ impl<R: Runtime> Inner<R> {
             None => self.config.group.clone(),
         };
         let cost_ms = i32::try_from(cost.as_millis()).unwrap_or(i32::MAX);
-        let records = traced
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                proto::trace::TraceRecord::Pub(proto::trace::PubTrace {
-                    timestamp: born,
-                    region: "DefaultRegion".to_owned(),
-                    group: group.clone(),
-                    topic: topic.to_owned(),
-                    msg_id: result.msg_ids.get(i).cloned().unwrap_or_default(),
-                    tags: t.tags.clone(),
-                    keys: t.keys.clone(),
-                    store_host: addr.to_owned(),
-                    body_length: t.body_length,
-                    cost_ms,
-                    // Java's `MessageType`: `Normal_Msg` 0, `Delay_Msg` 3.
-                    message_type: if t.delayed { 3 } else { 0 },
-                    offset_msg_id: result.offset_msg_ids.get(i).cloned().unwrap_or_default(),
-                    success: result.status == consumer_core::producer::SendStatus::Ok,
-                })
-            })
-            .collect();
-        lock(traces).append(records);
+        let mut batch = proto::trace::TraceBatch::default();
+        for (i, t) in traced.iter().enumerate() {
+            let record = proto::trace::TraceRecord::Pub(proto::trace::PubTrace {
+                timestamp: born,
+                region: "DefaultRegion".to_owned(),
+                group: group.clone(),
+                topic: topic.to_owned(),
+                msg_id: result.msg_ids.get(i).cloned().unwrap_or_default(),
+                tags: t.tags.clone(),
+                keys: t.keys.clone(),
+                store_host: addr.to_owned(),
+                body_length: t.body_length,
+                cost_ms,
+                // Java's `MessageType`: `Normal_Msg` 0, `Delay_Msg` 3.
+                message_type: if t.delayed { 3 } else { 0 },
+                offset_msg_id: result.offset_msg_ids.get(i).cloned().unwrap_or_default(),
+                success: result.status == consumer_core::producer::SendStatus::Ok,
+            });
+            batch.push(&record);
+        }
+        lock(traces).append(batch);
     }
 }
 

@@ -1,176 +1,184 @@
 //! Sends message trace records to the trace topic, beside the consumer and never in its way
-//! (Java's `AsyncTraceDispatcher`): the driver hands the records of each of its passes to a
-//! bounded queue without waiting, and a task of its own packs them into trace messages (records of one
-//! batch after the other, up to [`MAX_BODY`] bytes, keyed by the traced message ids and keys
-//! so the broker's index finds them) and sends them with a producer of its own. When the queue
-//! is full, or a send fails, the records are dropped and counted: memory stays bounded while
-//! the trace topic is slow or gone.
+//! (Java's `AsyncTraceDispatcher`). The driver appends each delivery's records to a bounded
+//! buffer, without waiting and without waking anyone; a task of its own looks at the buffer
+//! every [`POLL`] (Java's dispatcher polls its queue every 5 ms), packs what it finds into
+//! trace messages (up to [`MAX_BODY`] bytes, keyed by the traced message ids and keys so the
+//! broker's index finds them) and sends them with a producer of its own. A full buffer, or a
+//! failed send, drops the records and counts them: memory stays bounded while the trace topic
+//! is slow or gone.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use consumer_core::producer::ProducerMessage;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures_channel::{mpsc, oneshot};
-use futures_util::StreamExt;
+use consumer_core::producer::ProducerMessage;
+use futures_channel::oneshot;
 use futures_util::future;
-use proto::trace::TraceRecord;
+use proto::trace::TraceBatch;
 
 use crate::producer::Producer;
 use crate::runtime::Runtime;
 
-/// Batches of records the queue holds before it drops new ones.
-const QUEUE: usize = 1024;
+/// Records the buffer holds before it drops new ones.
+const CAPACITY: usize = 50_000;
+/// How often the sending task looks at the buffer.
+const POLL: Duration = Duration::from_millis(20);
 /// The most body bytes of one trace message (Java sends up to the producer's 4 MiB limit;
 /// smaller messages keep one send short).
 pub(crate) const MAX_BODY: usize = 64 * 1024;
 
+/// What the driver handed over and the task has not taken yet.
+#[derive(Debug, Default)]
+struct Buffer {
+    batches: Vec<TraceBatch>,
+    records: usize,
+    /// The driver is done: send what is left, then stop.
+    closed: bool,
+}
+
 /// The driver's end: appends without waiting.
 #[derive(Debug)]
 pub(crate) struct TraceQueue {
-    queue: mpsc::Sender<Vec<TraceRecord>>,
+    buffer: Arc<Mutex<Buffer>>,
     dropped: Arc<AtomicU64>,
     /// Answered (or dropped) when the sending task is done.
     finished: oneshot::Receiver<()>,
-    /// Records of the driver's current pass, handed over together at its end: one hand-off
-    /// (and one wake of the sending task) per pass instead of one per delivery.
-    pass: Vec<TraceRecord>,
 }
 
 impl TraceQueue {
     /// Starts the sending task for `topic` on `runtime`, sending with `producer`.
     pub(crate) fn start<R: Runtime>(runtime: &R, producer: Producer<R>, topic: String) -> Self {
-        let (queue, batches) = mpsc::channel(QUEUE);
+        let buffer = Arc::new(Mutex::new(Buffer::default()));
         let dropped = Arc::new(AtomicU64::new(0));
         let (done, finished) = oneshot::channel();
-        let sending = send_all(producer, topic, batches, Arc::clone(&dropped));
+        let sending = send_all(
+            runtime.clone(),
+            producer,
+            topic,
+            Arc::clone(&buffer),
+            Arc::clone(&dropped),
+        );
         runtime.spawn(Box::pin(async move {
             sending.await;
             let _ = done.send(());
         }));
         Self {
-            queue,
+            buffer,
             dropped,
             finished,
-            pass: Vec::new(),
         }
     }
 
-    /// Closes the queue and waits, at most `within`, for what it holds to be sent: a consumer
-    /// shutting down sends its last records before it reports.
-    pub(crate) async fn close<R: Runtime>(self, runtime: &R, within: Duration) {
-        let mut this = self;
-        this.end_pass();
-        let Self {
-            queue, finished, ..
-        } = this;
-        drop(queue);
-        let deadline = runtime.sleep_until(runtime.now() + within);
-        let _ = future::select(finished, deadline).await;
-    }
-
-    /// Adds `records` to the current pass.
-    pub(crate) fn append(&mut self, records: Vec<TraceRecord>) {
-        self.pass.extend(records);
-    }
-
-    /// The end of the driver's pass: queues its records, or drops them (counted) when the
-    /// queue is full or the task gone.
-    pub(crate) fn end_pass(&mut self) {
-        if self.pass.is_empty() {
+    /// Adds `batch`, or drops it (counted) when the buffer is full.
+    pub(crate) fn append(&mut self, batch: TraceBatch) {
+        let mut buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        if buffer.records + batch.records > CAPACITY {
+            self.dropped
+                .fetch_add(batch.records as u64, Ordering::Relaxed);
             return;
         }
-        let records = std::mem::take(&mut self.pass);
-        let count = records.len() as u64;
-        if self.queue.try_send(records).is_err() {
-            self.dropped.fetch_add(count, Ordering::Relaxed);
-        }
+        buffer.records += batch.records;
+        buffer.batches.push(batch);
     }
 
     /// Records dropped so far.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
+
+    /// Closes the buffer and waits, at most `within`, for what it holds to be sent: a consumer
+    /// shutting down sends its last records before it reports.
+    pub(crate) async fn close<R: Runtime>(mut self, runtime: &R, within: Duration) {
+        self.buffer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .closed = true;
+        let deadline = runtime.sleep_until(runtime.now() + within);
+        let _ = future::select(&mut self.finished, deadline).await;
+    }
 }
 
-/// Sends what arrives until the driver's end is gone and everything queued went out.
+impl Drop for TraceQueue {
+    fn drop(&mut self) {
+        // A producer dropped without `close`: the task sends what is left and stops.
+        self.buffer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .closed = true;
+    }
+}
+
+/// Sends what the buffer holds every [`POLL`] until it is closed and empty.
 async fn send_all<R: Runtime>(
+    runtime: R,
     producer: Producer<R>,
     topic: String,
-    mut batches: mpsc::Receiver<Vec<TraceRecord>>,
+    buffer: Arc<Mutex<Buffer>>,
     dropped: Arc<AtomicU64>,
 ) {
-    let mut pending: Vec<TraceRecord> = Vec::new();
-    while let Some(batch) = batches.next().await {
-        pending.extend(batch);
-        // Whatever else is queued now goes in the same messages.
-        while let Ok(more) = batches.try_recv() {
-            pending.extend(more);
-        }
-        for (body, keys, count) in pack(&pending) {
+    loop {
+        runtime.sleep_until(runtime.now() + POLL).await;
+        let (batches, closed) = {
+            let mut buffer = buffer.lock().unwrap_or_else(PoisonError::into_inner);
+            buffer.records = 0;
+            (std::mem::take(&mut buffer.batches), buffer.closed)
+        };
+        for (body, keys, count) in pack(&batches) {
             let message = ProducerMessage::new(body).with_keys(keys);
             if let Err(e) = producer.send(&topic, message).await {
                 tracing::debug!(%topic, error = %e, records = count, "trace records not sent");
                 dropped.fetch_add(count, Ordering::Relaxed);
             }
         }
-        pending.clear();
+        if closed {
+            break;
+        }
     }
     producer.close();
 }
 
-/// Packs `records` into message bodies of at most [`MAX_BODY`] bytes (a bigger record alone),
-/// each with its keys joined by spaces and its record count.
-fn pack(records: &[TraceRecord]) -> Vec<(String, String, u64)> {
+/// Packs `batches` into message bodies of at most [`MAX_BODY`] bytes (a bigger batch alone),
+/// each with its keys and its record count.
+fn pack(batches: &[TraceBatch]) -> Vec<(String, String, u64)> {
     let mut messages = Vec::new();
-    let mut body = String::new();
-    let mut keys: BTreeSet<&str> = BTreeSet::new();
-    let mut count = 0;
-    for record in records {
-        let start = body.len();
-        record.encode_into(&mut body);
-        if start > 0 && body.len() > MAX_BODY {
-            // This record starts the next message.
-            let next = body.split_off(start);
-            messages.push((std::mem::replace(&mut body, next), join(&mut keys), count));
-            count = 0;
+    let mut message = TraceBatch::default();
+    for batch in batches {
+        if message.records > 0 && message.data.len() + batch.data.len() > MAX_BODY {
+            let full = std::mem::take(&mut message);
+            messages.push((full.data, full.keys, full.records as u64));
         }
-        keys.extend(record.keys());
-        count += 1;
+        if message.records == 0 {
+            message.data.reserve(MAX_BODY.max(batch.data.len()));
+        }
+        message.append(batch);
     }
-    if !body.is_empty() {
-        messages.push((body, join(&mut keys), count));
+    if message.records > 0 {
+        messages.push((message.data, message.keys, message.records as u64));
     }
     messages
 }
 
-fn join(keys: &mut BTreeSet<&str>) -> String {
-    let joined = keys.iter().copied().collect::<Vec<_>>().join(" ");
-    keys.clear();
-    joined
-}
-
 #[cfg(test)]
 mod tests {
-    use proto::trace::{SubAfterTrace, TraceRecord};
+    use proto::trace::{SubAfterTrace, TraceBatch, TraceRecord};
 
     use super::{MAX_BODY, pack};
 
-    fn record(i: usize, keys: &str) -> TraceRecord {
-        TraceRecord::SubAfter(SubAfterTrace {
+    fn batch(i: usize, keys: &str) -> TraceBatch {
+        let mut batch = TraceBatch::default();
+        batch.push(&TraceRecord::SubAfter(SubAfterTrace {
             request_id: format!("r{i}"),
             msg_id: format!("m{i}"),
             keys: keys.to_owned(),
             ..SubAfterTrace::default()
-        })
+        }));
+        batch
     }
 
     #[test]
     fn packs_within_the_body_limit_with_every_key() {
-        let records: Vec<_> = (0..10_000).map(|i| record(i, "k")).collect();
-        let messages = pack(&records);
+        let batches: Vec<_> = (0..10_000).map(|i| batch(i, "k")).collect();
+        let messages = pack(&batches);
         assert!(messages.len() > 1, "10 000 records need several messages");
         assert!(messages.iter().all(|(body, _, _)| body.len() <= MAX_BODY));
         assert_eq!(messages.iter().map(|(_, _, n)| n).sum::<u64>(), 10_000);

@@ -693,7 +693,19 @@ impl World {
             Output::Revoking { request, queues } => {
                 self.nodes[i].revoking.push((self.now, request, queues));
             }
-            Output::Trace(records) => {
+            Output::Trace(batch) => {
+                let records = match proto::trace::TraceRecord::decode_all(&batch.data) {
+                    Ok(records) => records,
+                    Err(e) => self.fail(&format!("node {i} traced undecodable records: {e}")),
+                };
+                self.fail_if(
+                    records.len() != batch.records,
+                    &format!(
+                        "node {i}: a trace batch counts {} records, holds {}",
+                        batch.records,
+                        records.len()
+                    ),
+                );
                 let now = self.now;
                 self.nodes[i]
                     .traces

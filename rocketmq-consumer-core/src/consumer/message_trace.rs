@@ -8,7 +8,7 @@
 //! A message whose `TRACE_ON` property is `false` is not traced (Java skips it too).
 
 use proto::message::Message;
-use proto::trace::{SubAfterTrace, SubBeforeTrace, TraceRecord};
+use proto::trace::{SubAfterTrace, SubBeforeTrace, TraceBatch};
 
 /// The message property that turns tracing off for one message (`MessageConst.PROPERTY_TRACE_SWITCH`).
 const TRACE_SWITCH: &str = "TRACE_ON";
@@ -30,9 +30,18 @@ pub(crate) enum ReturnType {
 pub(crate) struct OpenTrace {
     request_id: String,
     started_ms: i64,
-    /// Each traced message's id and keys.
-    messages: Vec<(String, String)>,
+    /// Each traced message's id and keys, as `id` [`ID_END`] `keys` [`ENTRY_END`]: one
+    /// allocation per delivery however many messages it holds.
+    messages: String,
+    count: usize,
 }
+
+/// Ends a message id in [`OpenTrace::messages`]. Message ids and keys are message properties,
+/// which cannot hold U+0001 or U+0002: those separate the properties on the wire
+/// (`MessageDecoder.NAME_VALUE_SEPARATOR`, `PROPERTY_SEPARATOR`).
+const ID_END: char = '\u{1}';
+/// Ends an entry of [`OpenTrace::messages`].
+const ENTRY_END: char = '\u{2}';
 
 /// Opens the trace of a delivery of `messages` started at `unix_ms`, with `request_id`;
 /// returns it with the `SubBefore` records, or `None` when no message is traced.
@@ -41,59 +50,66 @@ pub(crate) fn open(
     request_id: String,
     unix_ms: i64,
     messages: &[Message],
-) -> Option<(OpenTrace, Vec<TraceRecord>)> {
-    let traced: Vec<&Message> = messages
-        .iter()
-        .filter(|m| m.property(TRACE_SWITCH) != Some("false"))
-        .collect();
-    if traced.is_empty() {
-        return None;
-    }
-    let region_of = |m: &Message| m.property(REGION).unwrap_or(DEFAULT_REGION).to_owned();
-    let mut records = Vec::with_capacity(traced.len());
-    let mut ids = Vec::with_capacity(traced.len());
-    for m in traced {
-        let (msg_id, keys) = (m.msg_id(), m.keys().unwrap_or_default().to_owned());
-        records.push(TraceRecord::SubBefore(SubBeforeTrace {
-            timestamp: unix_ms,
-            region: region_of(m),
-            group: group.to_owned(),
-            request_id: request_id.clone(),
-            msg_id: msg_id.clone(),
-            retry_times: m.reconsume_times(),
-            keys: keys.clone(),
-        }));
-        ids.push((msg_id, keys));
-    }
-    let open = OpenTrace {
+) -> Option<(OpenTrace, TraceBatch)> {
+    let mut batch = TraceBatch::with_capacity(messages.len());
+    let mut open = OpenTrace {
         request_id,
         started_ms: unix_ms,
-        messages: ids,
+        messages: String::with_capacity(messages.len() * 48),
+        count: 0,
     };
-    Some((open, records))
+    for m in messages {
+        if m.property(TRACE_SWITCH) == Some("false") {
+            continue;
+        }
+        let offset_id;
+        let msg_id = match m.unique_key() {
+            Some(key) => key,
+            None => {
+                offset_id = m.offset_msg_id();
+                &offset_id
+            }
+        };
+        let keys = m.keys().unwrap_or_default();
+        let record = SubBeforeTrace {
+            timestamp: unix_ms,
+            region: m.property(REGION).unwrap_or(DEFAULT_REGION),
+            group,
+            request_id: open.request_id.as_str(),
+            msg_id,
+            retry_times: m.reconsume_times(),
+            keys,
+        };
+        batch.push_with(msg_id, keys, |out| record.encode_into(out));
+        open.messages.push_str(msg_id);
+        open.messages.push(ID_END);
+        open.messages.push_str(keys);
+        open.messages.push(ENTRY_END);
+        open.count += 1;
+    }
+    (open.count > 0).then_some((open, batch))
 }
 
 impl OpenTrace {
     /// The `SubAfter` records of the delivery, finished at `unix_ms` with `result`.
-    pub(crate) fn close(self, unix_ms: i64, result: ReturnType) -> Vec<TraceRecord> {
+    pub(crate) fn close(self, unix_ms: i64, result: ReturnType) -> TraceBatch {
         let total = (unix_ms - self.started_ms).max(0);
-        let count = i64::try_from(self.messages.len())
-            .unwrap_or(i64::MAX)
-            .max(1);
+        let count = i64::try_from(self.count).unwrap_or(i64::MAX).max(1);
         let cost_ms = i32::try_from(total / count).unwrap_or(i32::MAX);
-        self.messages
-            .into_iter()
-            .map(|(msg_id, keys)| {
-                TraceRecord::SubAfter(SubAfterTrace {
-                    request_id: self.request_id.clone(),
-                    msg_id,
-                    cost_ms,
-                    success: result == ReturnType::Success,
-                    keys,
-                    context_code: result as i32,
-                    timestamp: unix_ms,
-                })
-            })
-            .collect()
+        let mut batch = TraceBatch::with_capacity(self.count);
+        for entry in self.messages.split_terminator(ENTRY_END) {
+            let (msg_id, keys) = entry.split_once(ID_END).unwrap_or((entry, ""));
+            let record = SubAfterTrace {
+                request_id: self.request_id.as_str(),
+                msg_id,
+                cost_ms,
+                success: result == ReturnType::Success,
+                keys,
+                context_code: result as i32,
+                timestamp: unix_ms,
+            };
+            batch.push_with(msg_id, keys, |out| record.encode_into(out));
+        }
+        batch
     }
 }

@@ -344,9 +344,6 @@ impl<R: Runtime> Io<R> {
             }
             if !self.serve_take(consumer) {
                 self.hooks.end_pass();
-                if let Some(traces) = &mut self.traces {
-                    traces.end_pass();
-                }
                 return;
             }
         }
