@@ -64,6 +64,9 @@ pub struct WorldConfig {
     pub acl: bool,
     /// A consumer-wide rate limit (messages a second) on every consumer.
     pub rate_limit: Option<u32>,
+    /// Faults also pause a random queue of a random member for a few seconds (then resume
+    /// it); no delivery may come from a paused queue.
+    pub pauses: bool,
     /// Message trace on every consumer; [`World::shutdown_all`] then checks that every
     /// delivered message was traced before and, once completed, after its handler.
     pub trace: bool,
@@ -96,6 +99,7 @@ impl WorldConfig {
             consumer_config: |c| c,
             acl: false,
             rate_limit: None,
+            pauses: false,
             trace: false,
         }
     }
@@ -112,6 +116,7 @@ impl WorldConfig {
         let mut config = Self::new(seed);
         config.acl = seed % 3 == 2;
         config.rate_limit = (seed % 5 == 3).then_some(25);
+        config.pauses = seed % 7 == 5;
         config.trace = seed % 2 == 1;
         if (seed / 4) % 2 == 1 {
             config.consumer_config = |mut c| {
@@ -152,6 +157,7 @@ enum Ev {
     Fault,
     Join,
     BrokerUp(String),
+    Resume(usize, MessageQueue),
 }
 
 /// A delivery whose handler is running.
@@ -197,6 +203,8 @@ pub struct Node {
     pub revoking: Vec<(Instant, RequestId, Vec<MessageQueue>)>,
     /// With `trace`: every message trace record the consumer handed out, with the time.
     pub traces: Vec<(Instant, proto::trace::TraceRecord)>,
+    /// Queues the node's application paused and has not resumed.
+    pub paused: BTreeSet<MessageQueue>,
 }
 
 /// The simulated world.
@@ -480,7 +488,36 @@ impl World {
                 self.note(format!("{broker} is up again"));
                 self.cluster.set_broker_down(&broker, false);
             }
+            Ev::Resume(i, queue) => {
+                self.note(format!("node {i} resumes {queue:?}"));
+                self.nodes[i].paused.remove(&queue);
+                let now = self.now;
+                self.nodes[i].consumer.resume(now, &queue);
+            }
         }
+    }
+
+    /// A member's application pauses one queue of `broker` for a few seconds.
+    fn pause_a_queue(&mut self, broker: &str) {
+        let live: Vec<usize> = (0..self.nodes.len())
+            .filter(|i| !self.nodes[*i].shutting_down)
+            .collect();
+        if live.is_empty() {
+            return;
+        }
+        let i = live[self.rng.index(live.len())];
+        let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
+        let queue = MessageQueue::new(&self.config.topic, broker, queue_id);
+        if !self.nodes[i].paused.insert(queue.clone()) {
+            return;
+        }
+        let pause_for = Duration::from_millis(1000 + self.rng.below(3000));
+        self.note(format!(
+            "fault: node {i} pauses {queue:?} for {pause_for:?}"
+        ));
+        self.nodes[i].consumer.pause(&queue);
+        let at = self.now + pause_for;
+        self.schedule(at, Ev::Resume(i, queue));
     }
 
     fn produce_one(&mut self) {
@@ -558,6 +595,10 @@ impl World {
     fn inject_fault(&mut self) {
         let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
+        if self.config.pauses && self.rng.chance(1, 3) {
+            self.pause_a_queue(&broker);
+            return;
+        }
         match self.rng.below(9) {
             0 => {
                 // Drop a random connection, as a network failure would.
@@ -729,6 +770,10 @@ impl World {
                         "node {i} delivered {:?} which it does not own",
                         delivery.queue
                     ),
+                );
+                self.fail_if(
+                    self.nodes[i].paused.contains(&delivery.queue),
+                    &format!("node {i} delivered {:?}, which it paused", delivery.queue),
                 );
                 if self.config.mode == ConsumeMode::Orderly {
                     self.check_orderly_delivery(i, &delivery);
@@ -1192,6 +1237,7 @@ impl World {
             held: Vec::new(),
             revoking: Vec::new(),
             traces: Vec::new(),
+            paused: BTreeSet::new(),
         });
         self.note(format!("node {index} starts"));
         index
