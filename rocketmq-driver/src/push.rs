@@ -344,6 +344,25 @@ impl RunningConsumer {
         self.seek_to_edge(queue, true).await
     }
 
+    /// [`RunningConsumer::seek`] to the first message of `queue` stored at or after `unix_ms`
+    /// (milliseconds since the Unix epoch), as the broker finds it (its end when nothing is
+    /// that recent).
+    pub async fn seek_to_timestamp(
+        &self,
+        queue: &MessageQueue,
+        unix_ms: i64,
+    ) -> Result<(), ControlError> {
+        let offset = self
+            .spawned
+            .ask(|reply| PullCommand::OffsetForTimestamp {
+                queue: queue.clone(),
+                unix_ms,
+                reply,
+            })
+            .await??;
+        self.seek(queue, offset).await
+    }
+
     async fn seek_to_edge(&self, queue: &MessageQueue, to_end: bool) -> Result<(), ControlError> {
         self.spawned
             .ask(|reply| PullCommand::SeekToEdge {
