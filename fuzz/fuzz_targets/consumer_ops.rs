@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
+use rocketmq_consumer_core::rate::RateLimit;
 use rocketmq_consumer_core::{
     ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, MessageModel,
     Output, Polled,
@@ -255,6 +256,15 @@ fuzz_target!(|data: &[u8]| {
     config.max_reconsume_times = Some(c.below(4) as i32);
     config.max_cached_messages_per_queue = 1 + c.below(64);
     config.auto_commit = c.below(2) == 0;
+    config.revoke_hook = c.below(2) == 0;
+    if c.below(3) == 0 {
+        let limit = RateLimit::messages(1 + c.below(200) as u32);
+        config.rate_limit = Some(if c.below(2) == 0 {
+            limit.with_bytes(1 + u64::from(c.u16()))
+        } else {
+            limit
+        });
+    }
     let start = Instant::now();
     let mut now = start;
     let Ok(mut consumer) = Consumer::new(config, CLIENT, now, 1_700_000_000_000) else {
@@ -270,6 +280,8 @@ fuzz_target!(|data: &[u8]| {
     let mut queues: Vec<MessageQueue> = Vec::new();
     // Poll mode: the last take, whose tail may be handed back.
     let mut taken: Option<Polled> = None;
+    // Revokes announced to the application and not answered yet.
+    let mut revokes = Vec::new();
     for _ in 0..400 {
         while let Some(output) = consumer.poll_output() {
             match output {
@@ -283,6 +295,7 @@ fuzz_target!(|data: &[u8]| {
                     queues.push(delivery.queue.clone());
                     deliveries.push(delivery.id);
                 }
+                Output::Revoking { request, .. } => revokes.push(request),
                 _ => {}
             }
         }
@@ -293,6 +306,10 @@ fuzz_target!(|data: &[u8]| {
             0 => {
                 now += Duration::from_millis(u64::from(c.u16()) * 8);
                 consumer.handle_timeout(now);
+                if !revokes.is_empty() && c.below(2) == 0 {
+                    let request = revokes.swap_remove(c.below(revokes.len()));
+                    consumer.revoke_done(now, request);
+                }
             }
             1..=4 if !requests.is_empty() => {
                 let (conn, request) = requests.swap_remove(c.below(requests.len()));

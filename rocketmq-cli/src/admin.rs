@@ -61,6 +61,20 @@ impl Cluster {
         }
     }
 
+    /// `wire` (a topic or group as the brokers know it) as the user names it: without this
+    /// cluster's namespace (`NamespaceUtil.withoutNamespace`), unchanged without one.
+    pub fn app_name(&self, wire: &str) -> String {
+        match self
+            .namespace
+            .as_deref()
+            .map(driver::Namespace::new)
+            .and_then(Result::ok)
+        {
+            Some(ns) => ns.unwrap(wire).into_owned(),
+            None => wire.to_owned(),
+        }
+    }
+
     /// The same, signing requests with `credentials`.
     #[must_use]
     pub fn with_credentials(mut self, credentials: Option<driver::Credentials>) -> Self {
@@ -86,16 +100,45 @@ pub enum AdminError {
     #[error(transparent)]
     Client(#[from] ClientError),
     /// The peer answered with an error code.
-    #[error("{}{code}: {remark}", access_denied_prefix(*code, remark))]
+    #[error("{}{}{code}: {remark}", access_denied_prefix(*code, remark), peer_prefix(peer.as_deref()))]
     Refused {
         /// The response code.
         code: ResponseCode,
         /// The peer's reason.
         remark: String,
+        /// Which broker refused, when several were asked.
+        peer: Option<String>,
     },
     /// The peer's body did not decode.
     #[error("bad response body: {0}")]
     Body(String),
+    /// What was asked about does not exist (a group without members or offsets, a topic
+    /// without a route, a message id nobody stores): the message says which.
+    #[error("{0}")]
+    NotFound(String),
+    /// The peer cannot do what was asked, for a known reason of its own: the message says
+    /// which.
+    #[error("{0}")]
+    Limitation(String),
+}
+
+impl AdminError {
+    /// The same error, naming `peer` (a broker name) as the one that refused.
+    #[must_use]
+    pub fn at(self, peer: &str) -> Self {
+        match self {
+            Self::Refused { code, remark, .. } => Self::Refused {
+                code,
+                remark,
+                peer: Some(peer.to_owned()),
+            },
+            other => other,
+        }
+    }
+}
+
+fn peer_prefix(peer: Option<&str>) -> String {
+    peer.map(|p| format!("{p} answered ")).unwrap_or_default()
 }
 
 /// Names an ACL refusal as one, so the one line `rmq` prints says what went wrong.
@@ -107,13 +150,15 @@ fn access_denied_prefix(code: ResponseCode, remark: &str) -> &'static str {
     }
 }
 
-fn expect_success(response: Command) -> Result<Command, AdminError> {
+/// `response` when it is a `SUCCESS`, else [`AdminError::Refused`] with its code and remark.
+pub(crate) fn expect_success(response: Command) -> Result<Command, AdminError> {
     if response.response_code() == ResponseCode::SUCCESS {
         Ok(response)
     } else {
         Err(AdminError::Refused {
             code: response.response_code(),
             remark: response.remark.unwrap_or_default(),
+            peer: None,
         })
     }
 }
@@ -139,6 +184,37 @@ pub fn route(cluster: &Cluster, topic: &str) -> Result<TopicRouteData, AdminErro
         TIMEOUT,
     )?)?;
     TopicRouteData::decode(&response.body).map_err(|e| AdminError::Body(e.to_string()))
+}
+
+/// One broker group of a route to ask: its name and the address to ask it at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerTarget {
+    /// The broker group's name.
+    pub name: String,
+    /// The master's address, or with `master_only` false any replica's when the master is
+    /// down (Java's `BrokerData.selectBrokerAddr`).
+    pub addr: String,
+}
+
+/// The broker groups of `route`, one address each: the master, or when `master_only` is false
+/// and the master is gone, another replica (as Java's admin reads from `selectBrokerAddr`).
+/// Groups with no usable address are left out.
+pub fn brokers_of(route: &TopicRouteData, master_only: bool) -> Vec<BrokerTarget> {
+    route
+        .broker_datas
+        .iter()
+        .filter_map(|broker| {
+            let addr = if master_only {
+                broker.master_addr()
+            } else {
+                broker.master_or_any_addr()
+            }?;
+            Some(BrokerTarget {
+                name: broker.broker_name.clone(),
+                addr: addr.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// `UPDATE_AND_CREATE_TOPIC` on every master of the cluster, then waits (up to 30 s) until the
@@ -279,7 +355,8 @@ pub fn offsets(
     Ok(out)
 }
 
-fn header_of<H: proto::CommandHeader>(response: Command) -> Result<H, AdminError> {
+/// The typed header of `response`.
+pub(crate) fn header_of<H: proto::CommandHeader>(response: Command) -> Result<H, AdminError> {
     response
         .header()
         .map_err(|e| AdminError::Body(e.to_string()))

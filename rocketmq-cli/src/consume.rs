@@ -62,6 +62,10 @@ pub struct ConsumeOptions {
     pub broadcast: bool,
     /// One delivery per queue at a time, in order, under the queue's broker lock.
     pub orderly: bool,
+    /// At most this many messages a second (`None`: as fast as they come).
+    pub rate: Option<u32>,
+    /// Trace every message to `RMQ_SYS_TRACE_TOPIC` (Java's message trace).
+    pub trace: bool,
 }
 
 /// Consumes until the count or the idle time is reached, calling `emit` with each message's
@@ -115,6 +119,12 @@ async fn run<R: Runtime>(
     }
     if let Some(namespace) = &options.cluster.namespace {
         builder = builder.namespace(namespace.clone());
+    }
+    if options.trace {
+        builder = builder.trace();
+    }
+    if let Some(rate) = options.rate {
+        builder = builder.rate_limit(driver::RateLimit::messages(rate));
     }
     if let Some(tls) = &options.cluster.tls {
         builder = builder.tls(tls.clone());

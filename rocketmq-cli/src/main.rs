@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmq_cli::{admin, consume, decode, produce, progress};
+use rmq_cli::{admin, consume, decode, lag, produce, progress, query, reset, status};
 
 #[derive(Parser)]
 #[command(
@@ -154,6 +154,15 @@ enum Cmd {
         /// Orderly: one delivery per queue at a time, in order, under the queue's lock.
         #[arg(long)]
         orderly: bool,
+        /// At most this many messages a second (the consumer's rate limit: messages wait in
+        /// its cache and pulls slow down; none is dropped). Must be positive.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        rate: Option<u32>,
+        /// Trace every message to RMQ_SYS_TRACE_TOPIC (Java's message trace, which Java's
+        /// dashboard and `mqadmin queryMsgTraceById` read; the broker needs
+        /// traceTopicEnable=true).
+        #[arg(long)]
+        trace: bool,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -165,6 +174,70 @@ enum Cmd {
         /// The topic.
         #[arg(long)]
         topic: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// A consumer group's progress (GET_CONSUME_STATS from every broker): one JSON line per
+    /// queue (broker and consumer offsets, lag, last consumed store time), then the totals.
+    Lag {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        /// Only this topic (by default every topic the group committed offsets for, its retry
+        /// topic included, as `mqadmin consumerProgress` lists them).
+        #[arg(long)]
+        topic: Option<String>,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Each live member's running info (GET_CONSUMER_RUNNING_INFO, relayed by a broker to the
+    /// member): one JSON line per member; exit status 1 when one did not answer.
+    ConsumerStatus {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Move a group's offsets of a topic to a store time through the brokers, so running
+    /// members restart there (INVOKE_BROKER_TO_RESET_OFFSET); prints each queue's new offset.
+    #[command(group(clap::ArgGroup::new("target").required(true).args(["timestamp", "to"])))]
+    ResetOffset {
+        /// The consumer group.
+        #[arg(long)]
+        group: String,
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// The first message stored at or after this time, in ms since the epoch.
+        #[arg(long, allow_negative_numbers = true)]
+        timestamp: Option<i64>,
+        /// `first` (timestamp 0: every stored message again) or `last` (timestamp -1: each
+        /// queue's end, skipping everything stored so far).
+        #[arg(long, value_parser = ["first", "last"])]
+        to: Option<String>,
+        /// Only move offsets back: a queue whose offset the reset would move forward keeps it
+        /// (Java's isForce=false; by default offsets move both ways, as mqadmin's do).
+        #[arg(long)]
+        no_force: bool,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Find stored messages by key (QUERY_MESSAGE, the brokers' index) or by id
+    /// (VIEW_MESSAGE_BY_ID for an offset message id; a unique key with --topic); prints them as
+    /// `rmq consume` does.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["key", "id"])))]
+    Query {
+        /// The topic (required with --key; with --id, for an id that is a unique key).
+        #[arg(long, required_unless_present = "id")]
+        topic: Option<String>,
+        /// A message key: every message of the topic with it, oldest first.
+        #[arg(long)]
+        key: Option<String>,
+        /// A message id: an offset message id, or with --topic a message's unique key
+        /// (`msg_id` in `rmq consume` output).
+        #[arg(long)]
+        id: Option<String>,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -304,6 +377,8 @@ fn run(command: Cmd) -> Result<(), String> {
             runtime,
             broadcast,
             orderly,
+            rate,
+            trace,
             cluster,
         } => {
             let from = match from.as_str() {
@@ -329,6 +404,8 @@ fn run(command: Cmd) -> Result<(), String> {
                 runtime,
                 broadcast,
                 orderly,
+                rate,
+                trace,
             };
             let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;
@@ -372,6 +449,92 @@ fn run(command: Cmd) -> Result<(), String> {
             for queue in admin::offsets(&cluster, &group, &topic).map_err(|e| e.to_string())? {
                 let value = serde_json::to_value(&queue).map_err(|e| e.to_string())?;
                 writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+            }
+        }
+        Cmd::Lag {
+            group,
+            topic,
+            cluster,
+        } => {
+            let lag = lag::lag(&cluster.cluster(), &group, topic.as_deref())
+                .map_err(|e| e.to_string())?;
+            for queue in &lag.queues {
+                let value = serde_json::to_value(queue).map_err(|e| e.to_string())?;
+                writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+            }
+            writeln!(out, "{}", lag.totals_json()).map_err(|e| format!("stdout: {e}"))?;
+        }
+        Cmd::ConsumerStatus { group, cluster } => {
+            let cluster = cluster.cluster();
+            let members = status::consumer_status(&cluster, &group).map_err(|e| e.to_string())?;
+            let mut failed = Vec::new();
+            for member in &members {
+                writeln!(out, "{}", member.to_json(&cluster))
+                    .map_err(|e| format!("stdout: {e}"))?;
+                if let Err(e) = &member.result {
+                    failed.push(format!("{}: {e}", member.client_id));
+                }
+            }
+            if let Some(first) = failed.first() {
+                out.flush().map_err(|e| format!("stdout: {e}"))?;
+                return Err(format!(
+                    "{} of {} members did not answer (first: {first})",
+                    failed.len(),
+                    members.len()
+                ));
+            }
+        }
+        Cmd::ResetOffset {
+            group,
+            topic,
+            timestamp,
+            to,
+            no_force,
+            cluster,
+        } => {
+            let to = match (timestamp, to.as_deref()) {
+                (Some(ms), _) => reset::ResetTo::Timestamp(ms),
+                (None, Some("first")) => reset::ResetTo::First,
+                (None, Some("last")) => reset::ResetTo::Last,
+                _ => return Err("give --timestamp MS or --to first|last".into()),
+            };
+            let cluster = cluster.cluster();
+            let queues = reset::reset_offset(&cluster, &group, &topic, to, !no_force)
+                .map_err(|e| e.to_string())?;
+            for queue in &queues {
+                let value = serde_json::to_value(queue).map_err(|e| e.to_string())?;
+                writeln!(out, "{value}").map_err(|e| format!("stdout: {e}"))?;
+            }
+            if queues.iter().any(|q| q.via == "direct") {
+                eprintln!(
+                    "no member of {group} was online at some brokers: their offsets were \
+                     committed directly (UPDATE_CONSUMER_OFFSET), as mqadmin does"
+                );
+            }
+        }
+        Cmd::Query {
+            topic,
+            key,
+            id,
+            cluster,
+        } => {
+            let cluster = cluster.cluster();
+            let messages = match (key, id, topic) {
+                (Some(key), _, Some(topic)) => {
+                    let messages =
+                        query::by_key(&cluster, &topic, &key).map_err(|e| e.to_string())?;
+                    if messages.is_empty() {
+                        return Err(format!("no message of topic {topic} has key {key}"));
+                    }
+                    messages
+                }
+                (None, Some(id), topic) => {
+                    vec![query::by_id(&cluster, &id, topic.as_deref()).map_err(|e| e.to_string())?]
+                }
+                _ => return Err("give --topic T --key K, or --id ID".into()),
+            };
+            for message in messages {
+                writeln!(out, "{message}").map_err(|e| format!("stdout: {e}"))?;
             }
         }
         Cmd::Route { topic, cluster } => {

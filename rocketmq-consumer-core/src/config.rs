@@ -142,6 +142,16 @@ pub struct ConsumerConfig {
     /// How long a revoked queue waits for its in-flight deliveries before its offset is
     /// committed without them.
     pub revoke_drain_timeout: Duration,
+    /// The application hears of revokes before they complete ([`crate::Output::Revoking`])
+    /// and answers with `Consumer::revoke_done`; a revoked queue's final commit (orderly: and
+    /// unlock) waits for that answer as well as for its in-flight deliveries, up to
+    /// `revoke_drain_timeout`. Off by default: revokes complete on their own.
+    pub revoke_hook: bool,
+    /// Message trace (Java's `enableMsgTrace`): each delivery's messages are traced as they
+    /// start and finish, in Java's trace encoding ([`crate::Output::Trace`]), for the driver to
+    /// send to the trace topic. Push mode only (Java's lite pull consumer traces nothing
+    /// either). Off by default.
+    pub trace: bool,
     /// How long shutdown waits for in-flight deliveries (default 10 s; Java's default of 0
     /// abandons them, a known source of duplicates).
     pub shutdown_drain_timeout: Duration,
@@ -219,6 +229,8 @@ impl ConsumerConfig {
             route_refresh_interval: Duration::from_secs(30),
             persist_interval: Duration::from_secs(5),
             revoke_drain_timeout: Duration::from_secs(5),
+            revoke_hook: false,
+            trace: false,
             shutdown_drain_timeout: Duration::from_secs(10),
             reconnect_backoff: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(3),

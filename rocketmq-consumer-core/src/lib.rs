@@ -69,7 +69,9 @@ pub use output::{
 pub use pop::{PopConfig, PopConsumer, PopMode};
 pub use proto::MessageQueue;
 pub use proto::acl::{Credentials, SignatureAlgorithm};
-pub use stats::{ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats};
+pub use stats::{
+    ConnectionState, ConnectionStats, ConsumerStats, Latency, LatencyBuckets, QueueStats,
+};
 
 /// Java's instance name for a clustering consumer: `pid#startNanos`, unique per process
 /// (`ClientConfig.changeInstanceNameToPID`), so two containers with the same pid still differ.

@@ -165,7 +165,19 @@ impl Namespace {
                 Output::Deliver(delivery)
             }
             Output::Event(event) => Output::Event(self.unwrap_event(event)),
-            other => other,
+            Output::Revoking { request, queues } => Output::Revoking {
+                request,
+                queues: self.unwrap_queues(queues),
+            },
+            // The offset file keeps the wire names, as Java's `LocalFileOffsetStore` does, and
+            // `load_offsets` takes them back as they were stored.
+            // Trace records name the group without its namespace already (Java's hook does the
+            // same) and carry no queue.
+            other @ (Output::Connect { .. }
+            | Output::Send { .. }
+            | Output::Close { .. }
+            | Output::StoreOffsets(_)
+            | Output::Trace(_)) => other,
         }
     }
 
@@ -210,6 +222,10 @@ impl Namespace {
         match event {
             Event::Assigned(queues) => Event::Assigned(self.unwrap_queues(queues)),
             Event::Revoked(queues) => Event::Revoked(self.unwrap_queues(queues)),
+            Event::QueueStarted { queue: q, offset } => Event::QueueStarted {
+                queue: queue(q),
+                offset,
+            },
             Event::LeaseAcquired(queues) => Event::LeaseAcquired(self.unwrap_queues(queues)),
             Event::LeaseLost(queues) => Event::LeaseLost(self.unwrap_queues(queues)),
             Event::OffsetMoved { queue: q, from, to } => Event::OffsetMoved {

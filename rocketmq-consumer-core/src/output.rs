@@ -121,6 +121,19 @@ pub enum Output {
     /// next offset to consume), replacing the previous one atomically, and hand it back to
     /// `Consumer::load_offsets` at the next start.
     StoreOffsets(Vec<(MessageQueue, i64)>),
+    /// Only with `ConsumerConfig::revoke_hook`: a rebalance revoked these queues. Their
+    /// in-flight deliveries may still be finishing; their final commit waits for
+    /// `Consumer::revoke_done(request)` (and for those deliveries), at most
+    /// `revoke_drain_timeout`, so the application can flush what it keeps for them first.
+    Revoking {
+        /// Pass this back to `revoke_done`.
+        request: RequestId,
+        /// The queues.
+        queues: Vec<MessageQueue>,
+    },
+    /// With `ConsumerConfig::trace`: trace records to send to the trace topic (best effort:
+    /// a driver may drop them when it cannot keep up, never holding deliveries back).
+    Trace(proto::trace::TraceBatch),
     /// Something the user may want to know.
     Event(Event),
 }
@@ -133,6 +146,14 @@ pub enum Event {
     Assigned(Vec<MessageQueue>),
     /// Queues no longer owned (after their in-flight work drained or timed out).
     Revoked(Vec<MessageQueue>),
+    /// A newly owned queue's start offset is known (the group's committed offset, or where
+    /// `consume_from` said): pulling starts there now.
+    QueueStarted {
+        /// The queue.
+        queue: MessageQueue,
+        /// Its first offset to consume.
+        offset: i64,
+    },
     /// The broker said the queue's offset was illegal; the consumer moved it (`PULL_OFFSET_MOVED`).
     OffsetMoved {
         /// The queue.

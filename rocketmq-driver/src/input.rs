@@ -35,6 +35,8 @@ pub(crate) enum Input {
     Pause(Vec<MessageQueue>),
     /// ... or resumed them.
     Resume(Vec<MessageQueue>),
+    /// The application's `on_revoke` hook finished for this revoke.
+    RevokeDone(consumer_core::output::RequestId),
 }
 
 /// What a lite pull consumer asks of its driver. Every command but `Take` first answers a
@@ -86,7 +88,41 @@ pub(crate) enum PullCommand {
     },
     /// The queues owned now.
     Assignment(oneshot::Sender<Vec<MessageQueue>>),
+    /// Subscribe to `topic` (again: the new expression replaces the old one).
+    Subscribe {
+        topic: String,
+        expression: String,
+        sql92: bool,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Stop consuming `topic`; answers whether it was subscribed.
+    Unsubscribe {
+        topic: String,
+        reply: oneshot::Sender<bool>,
+    },
+    /// Poll mode: read exactly these queues from now on (Java's `assign`).
+    Assign {
+        queues: Vec<MessageQueue>,
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
     /// A snapshot of the consumer's state and counters (push consumers ask too; it leaves a
     /// held `Take` alone: it changes nothing the asker was given).
     Stats(oneshot::Sender<ConsumerStats>),
+    /// The stats and the latency buckets behind them, for the `metrics` exporter (it leaves a
+    /// held `Take` alone, as `Stats` does).
+    #[cfg(feature = "metrics")]
+    Metrics(oneshot::Sender<(ConsumerStats, consumer_core::stats::LatencyBuckets)>),
+}
+
+impl PullCommand {
+    /// Whether the command leaves a held `Take` waiting: it changes nothing the asker was
+    /// given (every other command answers the `Take` first).
+    pub(crate) fn leaves_take(&self) -> bool {
+        match self {
+            Self::Take { .. } | Self::Stats(_) => true,
+            #[cfg(feature = "metrics")]
+            Self::Metrics(_) => true,
+            _ => false,
+        }
+    }
 }

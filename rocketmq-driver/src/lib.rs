@@ -44,6 +44,8 @@ mod control;
 mod driver;
 mod input;
 mod lite_pull;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod offset_file;
 mod pop;
 mod pop_driver;
@@ -54,6 +56,7 @@ mod setup;
 mod simple;
 #[cfg(feature = "tls")]
 mod tls;
+mod trace_dispatch;
 mod transport;
 
 pub use consumer_core::namespace::Namespace;
@@ -62,6 +65,9 @@ pub use consumer_core::producer::{
     ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
 pub use consumer_core::rate::RateLimit;
+pub use consumer_core::rebalance::{
+    DEFAULT_VIRTUAL_NODES, MachineRoomResolver, RoomPrefix, Strategy,
+};
 pub use consumer_core::signer::is_access_refusal;
 pub use consumer_core::stats::{
     ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats,
@@ -94,7 +100,7 @@ pub mod prelude {
         ConsumerConfig, ConsumerStats, ControlError, Credentials, DriverStopped, Event,
         FailureReason, Latency, Message, MessageQueue, ProducerConfig, ProducerMessage, QueueStats,
         RateLimit, RunningConsumer, Runtime, SendError, SendResult, SendStatus, ShutdownReport,
-        SignatureAlgorithm,
+        SignatureAlgorithm, Strategy,
     };
 }
 

@@ -105,6 +105,47 @@ impl<R: Runtime> LitePullConsumer<R> {
         self.ask(PullCommand::Assignment).await
     }
 
+    /// Subscribes to `topic` while reading (again: the new tag expression replaces the old
+    /// one); its queues are shared out at the rebalance that follows.
+    pub async fn subscribe(
+        &mut self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Result<(), ControlError> {
+        let (topic, expression) = (topic.into(), expression.into());
+        self.ask(|reply| PullCommand::Subscribe {
+            topic,
+            expression,
+            sql92: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// Stops reading `topic`: unread messages of it are handed back uncommitted, its queues
+    /// commit what the stream yielded and go. Resolves to whether it was subscribed.
+    pub async fn unsubscribe(&mut self, topic: impl Into<String>) -> Result<bool, ControlError> {
+        let topic = topic.into();
+        self.settle().await?;
+        self.hand_back(None);
+        self.ask(|reply| PullCommand::Unsubscribe { topic, reply })
+            .await
+    }
+
+    /// Reads exactly `queues` from now on, without rebalancing them (Java's `assign` while
+    /// running): queues no longer among them commit what the stream yielded and go; new ones
+    /// start at their committed offset. Unread messages are handed back first.
+    pub async fn assign(
+        &mut self,
+        queues: impl IntoIterator<Item = MessageQueue>,
+    ) -> Result<(), ControlError> {
+        let queues: Vec<MessageQueue> = queues.into_iter().collect();
+        self.settle().await?;
+        self.hand_back(None);
+        self.ask(|reply| PullCommand::Assign { queues, reply })
+            .await?
+    }
+
     /// A snapshot of the consumer's state, as [`RunningConsumer::stats`](crate::RunningConsumer::stats)
     /// gives. Messages this consumer has taken from the driver count as consumed in it, also
     /// those still buffered here and not yet returned by `next`.
@@ -428,6 +469,19 @@ impl<R: Runtime> LitePullConsumerBuilder<R> {
 
         /// TLS for every connection (see `PushConsumerBuilder::tls`).
         tls;
+
+        /// How the group's members share a topic's queues (every member must use the same):
+        /// [`Strategy::Averagely`](crate::Strategy::Averagely) by default, as Java; also by
+        /// circle, by config, by machine room, machine room nearby (with a
+        /// [`MachineRoomResolver`](crate::MachineRoomResolver) such as
+        /// [`RoomPrefix`](crate::RoomPrefix)), and consistent hash, each as its Java
+        /// `AllocateMessageQueueStrategy`.
+        allocation;
+
+        /// Export the consumer's stats through the `metrics` facade every `every` (the
+        /// `metrics` feature; names and labels in [`crate::metrics`]), for the
+        /// recorder the application installed. Costs nothing per message.
+        metrics;
 
         /// At most this many messages (and, with
         /// [`RateLimit::with_bytes`](crate::RateLimit::with_bytes), body bytes) a second reach

@@ -57,6 +57,8 @@ struct Inner<R: Runtime> {
     /// Serializes route fetches, so a burst of sends to a new topic asks the name server once.
     fetching: futures_util::lock::Mutex<()>,
     closed: AtomicBool,
+    /// Message trace: where each send's `Pub` record goes.
+    traces: Option<Mutex<crate::trace_dispatch::TraceQueue>>,
 }
 
 struct State {
@@ -72,6 +74,7 @@ impl<R: Runtime> Producer<R> {
         ProducerBuilder {
             config: ProducerConfig::new(group, Vec::new()),
             client_ip: None,
+            trace_topic: None,
             #[cfg(feature = "tls")]
             tls: None,
             _runtime: PhantomData,
@@ -88,17 +91,19 @@ impl<R: Runtime> Producer<R> {
         topic: &str,
         message: impl Into<ProducerMessage>,
     ) -> Result<SendResult, SendError> {
+        let message = message.into();
+        let traced = self.inner.traces.as_ref().map(|_| Traced::of(&message));
+        let (started, born) = (self.inner.runtime.now(), unix_ms());
         let prepared = {
             let mut state = lock(&self.inner.state);
-            Prepared::single(
-                &self.inner.config,
-                topic,
-                message.into(),
-                &mut state.ids,
-                unix_ms(),
-            )?
+            Prepared::single(&self.inner.config, topic, message, &mut state.ids, born)?
         };
-        self.inner.deliver(prepared).await
+        let sent = self.inner.deliver(prepared).await;
+        if let (Some(traced), Ok((result, addr))) = (traced, &sent) {
+            let cost = self.inner.runtime.now().saturating_duration_since(started);
+            self.inner.trace(topic, &[traced], result, addr, born, cost);
+        }
+        sent.map(|(result, _)| result)
     }
 
     /// Sends `messages` to `topic` as one batch, stored as consecutive messages of one queue
@@ -109,18 +114,23 @@ impl<R: Runtime> Producer<R> {
         topic: &str,
         messages: impl IntoIterator<Item = M>,
     ) -> Result<SendResult, SendError> {
-        let messages = messages.into_iter().map(Into::into).collect();
+        let messages: Vec<ProducerMessage> = messages.into_iter().map(Into::into).collect();
+        let traced: Option<Vec<Traced>> = self
+            .inner
+            .traces
+            .as_ref()
+            .map(|_| messages.iter().map(Traced::of).collect());
+        let (started, born) = (self.inner.runtime.now(), unix_ms());
         let prepared = {
             let mut state = lock(&self.inner.state);
-            Prepared::batch(
-                &self.inner.config,
-                topic,
-                messages,
-                &mut state.ids,
-                unix_ms(),
-            )?
+            Prepared::batch(&self.inner.config, topic, messages, &mut state.ids, born)?
         };
-        self.inner.deliver(prepared).await
+        let sent = self.inner.deliver(prepared).await;
+        if let (Some(traced), Ok((result, addr))) = (traced, &sent) {
+            let cost = self.inner.runtime.now().saturating_duration_since(started);
+            self.inner.trace(topic, &traced, result, addr, born, cost);
+        }
+        sent.map(|(result, _)| result)
     }
 
     /// Signs every send started from now on with `credentials` (`None`: unsigned), for this
@@ -141,19 +151,22 @@ impl<R: Runtime> Producer<R> {
 impl<R: Runtime> Inner<R> {
     /// Carries out `prepared`'s [`SendPlan`]: the core decides every lookup, target, retry and
     /// when to give up; this moves the requests and answers.
-    async fn deliver(&self, prepared: Prepared) -> Result<SendResult, SendError> {
+    /// Sends `prepared` to its end; returns the result with the address of the broker that
+    /// answered last (the one that stored it, on success).
+    async fn deliver(&self, prepared: Prepared) -> Result<(SendResult, String), SendError> {
         let signer = lock(&self.state).signer.clone();
         let mut plan =
             SendPlan::new(&self.config, prepared, self.runtime.now()).signed_with(signer);
         // Held across a route lookup, so a burst of sends to a new topic asks once.
         let mut fetching = None;
+        let mut last_addr = String::new();
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(SendError::Closed);
             }
             let step = plan.next_step(&mut lock(&self.state).routes, self.runtime.now());
             let (addr, command) = match step {
-                Step::Done(result) => return result,
+                Step::Done(result) => return result.map(|r| (r, last_addr)),
                 Step::LookUp { .. } if fetching.is_none() => {
                     // Another send may fetch the route meanwhile: ask the plan again then.
                     fetching = Some(self.fetching.lock().await);
@@ -165,6 +178,7 @@ impl<R: Runtime> Inner<R> {
                     (addr, command)
                 }
             };
+            last_addr.clone_from(&addr);
             let answer = self
                 .clients
                 .call(&addr, command, plan.deadline())
@@ -188,6 +202,74 @@ fn call_error(peer: &str, error: CallError) -> SendError {
     }
 }
 
+/// What a message's `Pub` trace record needs from it, taken before it is sent.
+struct Traced {
+    tags: String,
+    keys: String,
+    body_length: i32,
+    delayed: bool,
+}
+
+impl Traced {
+    fn of(message: &ProducerMessage) -> Self {
+        let outgoing = message.as_outgoing();
+        let property = |name: &str| outgoing.property(name).unwrap_or_default().to_owned();
+        Self {
+            tags: property("TAGS"),
+            keys: property("KEYS"),
+            body_length: i32::try_from(outgoing.body.len()).unwrap_or(i32::MAX),
+            delayed: outgoing.property("DELAY").is_some_and(|level| level != "0"),
+        }
+    }
+}
+
+impl<R: Runtime> Inner<R> {
+    /// Queues the `Pub` records of a send that `addr` answered with `result` (Java's
+    /// `SendMessageTraceHookImpl`: the group and topic without their namespace, the message
+    /// ids, how long the send took, and whether it was stored).
+    fn trace(
+        &self,
+        topic: &str,
+        traced: &[Traced],
+        result: &SendResult,
+        addr: &str,
+        born: i64,
+        cost: Duration,
+    ) {
+        let Some(traces) = &self.traces else {
+            return;
+        };
+        let group = match &self.config.namespace {
+            Some(ns) => consumer_core::namespace::Namespace::new(ns.as_str())
+                .map(|ns| ns.unwrap(&self.config.group).into_owned())
+                .unwrap_or_else(|_| self.config.group.clone()),
+            None => self.config.group.clone(),
+        };
+        let cost_ms = i32::try_from(cost.as_millis()).unwrap_or(i32::MAX);
+        let mut batch = proto::trace::TraceBatch::default();
+        for (i, t) in traced.iter().enumerate() {
+            let record = proto::trace::TraceRecord::Pub(proto::trace::PubTrace {
+                timestamp: born,
+                region: "DefaultRegion".to_owned(),
+                group: group.clone(),
+                topic: topic.to_owned(),
+                msg_id: result.msg_ids.get(i).cloned().unwrap_or_default(),
+                tags: t.tags.clone(),
+                keys: t.keys.clone(),
+                store_host: addr.to_owned(),
+                body_length: t.body_length,
+                cost_ms,
+                // Java's `MessageType`: `Normal_Msg` 0, `Delay_Msg` 3.
+                message_type: if t.delayed { 3 } else { 0 },
+                offset_msg_id: result.offset_msg_ids.get(i).cloned().unwrap_or_default(),
+                success: result.status == consumer_core::producer::SendStatus::Ok,
+            });
+            batch.push(&record);
+        }
+        lock(traces).append(batch);
+    }
+}
+
 /// Wall-clock milliseconds: the message's born timestamp.
 fn unix_ms() -> i64 {
     i64::try_from(since_epoch().as_millis()).unwrap_or(i64::MAX)
@@ -197,6 +279,7 @@ fn unix_ms() -> i64 {
 pub struct ProducerBuilder<R: Runtime> {
     config: ProducerConfig,
     client_ip: Option<IpAddr>,
+    trace_topic: Option<String>,
     #[cfg(feature = "tls")]
     tls: Option<crate::Tls>,
     _runtime: PhantomData<R>,
@@ -212,6 +295,36 @@ impl<R: Runtime> std::fmt::Debug for ProducerBuilder<R> {
 }
 
 impl<R: Runtime> ProducerBuilder<R> {
+    /// The queue to a trace-sending task for `topic`, with a producer of its own (in group
+    /// `_INNER_TRACE_PRODUCER-<group>`, as Java's; no namespace: the trace topic is a system
+    /// topic) that traces nothing itself.
+    fn trace_queue(
+        &self,
+        topic: String,
+    ) -> Result<Mutex<crate::trace_dispatch::TraceQueue>, ConfigError> {
+        let mut config = self.config.clone();
+        config.group = format!(
+            "{}{}",
+            proto::trace::TRACE_PRODUCER_GROUP_PREFIX,
+            config.group
+        );
+        config.namespace = None;
+        let producer = Self {
+            config,
+            client_ip: self.client_ip,
+            trace_topic: None,
+            #[cfg(feature = "tls")]
+            tls: self.tls.clone(),
+            _runtime: PhantomData,
+        }
+        .build()?;
+        Ok(Mutex::new(crate::trace_dispatch::TraceQueue::start(
+            &R::default(),
+            producer,
+            topic,
+        )))
+    }
+
     /// Adds a name server address (`host:port`); call again for more.
     #[must_use]
     pub fn name_server(mut self, addr: impl Into<String>) -> Self {
@@ -275,10 +388,32 @@ impl<R: Runtime> ProducerBuilder<R> {
         self
     }
 
+    /// Message trace (Java's `enableMsgTrace`): every message sent is traced (a `Pub` record
+    /// in Java's trace format) to `RMQ_SYS_TRACE_TOPIC`, so Java's dashboard and `mqadmin
+    /// queryMsgTraceById` show it. Records go out in batches from a task and a producer of
+    /// their own, never slowing the sends; when the trace topic cannot keep up they are
+    /// dropped.
+    #[must_use]
+    pub fn trace(self) -> Self {
+        self.trace_topic(proto::trace::DEFAULT_TRACE_TOPIC)
+    }
+
+    /// [`Self::trace`] to another topic.
+    #[must_use]
+    pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.trace_topic = Some(topic.into());
+        self
+    }
+
     /// Checks the configuration and creates the producer (nothing is connected until the first
     /// send).
-    pub fn build(self) -> Result<Producer<R>, ConfigError> {
+    pub fn build(mut self) -> Result<Producer<R>, ConfigError> {
         self.config.validate()?;
+        let traces = self
+            .trace_topic
+            .take()
+            .map(|topic| self.trace_queue(topic))
+            .transpose()?;
         #[cfg(feature = "tls")]
         let tls = self.tls.as_ref().map(crate::Tls::connector).transpose()?;
         #[cfg(not(feature = "tls"))]
@@ -320,6 +455,7 @@ impl<R: Runtime> ProducerBuilder<R> {
                 config: self.config,
                 fetching: futures_util::lock::Mutex::new(()),
                 closed: AtomicBool::new(false),
+                traces,
             }),
         })
     }

@@ -199,6 +199,30 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// files fail `build`.
         tls;
 
+        /// How the group's members share a topic's queues (every member must use the same):
+        /// [`Strategy::Averagely`](crate::Strategy::Averagely) by default, as Java; also by
+        /// circle, by config, by machine room, machine room nearby (with a
+        /// [`MachineRoomResolver`](crate::MachineRoomResolver) such as
+        /// [`RoomPrefix`](crate::RoomPrefix)), and consistent hash, each as its Java
+        /// `AllocateMessageQueueStrategy`.
+        allocation;
+
+        /// Export the consumer's stats through the `metrics` facade every `every` (the
+        /// `metrics` feature; names and labels in [`crate::metrics`]), for the
+        /// recorder the application installed. Costs nothing per message.
+        metrics;
+
+        /// Message trace (Java's `enableMsgTrace`): every message is traced as its handler
+        /// starts and finishes, in Java's trace format, to `RMQ_SYS_TRACE_TOPIC` (brokers
+        /// create it with `traceTopicEnable=true`), so Java's dashboard and `mqadmin
+        /// queryMsgTraceById` show this consumer. Records go out in batches from a task and a
+        /// producer of their own, never holding deliveries back: when the trace topic cannot
+        /// keep up they are dropped and counted (`stats().trace_dropped`).
+        trace;
+
+        /// [`Self::trace`] to another topic.
+        trace_topic;
+
         /// At most this many messages (and, with
         /// [`RateLimit::with_bytes`](crate::RateLimit::with_bytes), body bytes) a second reach
         /// the handler, over all queues. Messages beyond it wait in the cache, and a
@@ -214,6 +238,43 @@ impl<R: Runtime> PushConsumerBuilder<R> {
         /// Adjusts any other knob of the core's [`ConsumerConfig`] (batch size, handlers in flight,
         /// cache limits, intervals...). The consume mode is set by the `start_*` method.
         configure;
+    }
+
+    /// Calls `hook` with the queues a rebalance takes from this consumer, before they go: each
+    /// queue's final commit (orderly: and unlock) waits until the hook's future is done and
+    /// the queue's running handlers finished, for at most `revoke_drain_timeout` (5 s), so the
+    /// application can flush what it keeps per queue first. Handlers of those queues may still
+    /// be running when it is called; no more deliveries of them start. Not called at
+    /// shutdown (the application's code after `shutdown` runs after the final commits), nor
+    /// for a queue taken back by its broker (an orderly lease lost). Runs on a task of its
+    /// own; a panic counts as done.
+    #[must_use]
+    pub fn on_revoke<F>(
+        mut self,
+        hook: impl Fn(Vec<MessageQueue>) -> F + Send + Sync + 'static,
+    ) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.setup.config.revoke_hook = true;
+        self.setup.hooks.on_revoke = Some(Arc::new(move |queues| Box::pin(hook(queues))));
+        self
+    }
+
+    /// Calls `hook` with the queues newly owned by this consumer and the offsets they start
+    /// at, once those are known (the group's committed offset, or `consume_from`'s), together
+    /// for the queues that started at the same time. Pulling has started then: it tells, it
+    /// does not hold anything back. Runs on a task of its own.
+    #[must_use]
+    pub fn on_assigned<F>(
+        mut self,
+        hook: impl Fn(Vec<(MessageQueue, i64)>) -> F + Send + Sync + 'static,
+    ) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.setup.hooks.on_assigned = Some(Arc::new(move |queues| Box::pin(hook(queues))));
+        self
     }
 
     /// Checks the configuration and subscriptions, reads the broadcasting offset file, and
@@ -283,6 +344,25 @@ impl RunningConsumer {
         self.seek_to_edge(queue, true).await
     }
 
+    /// [`RunningConsumer::seek`] to the first message of `queue` stored at or after `unix_ms`
+    /// (milliseconds since the Unix epoch), as the broker finds it (its end when nothing is
+    /// that recent).
+    pub async fn seek_to_timestamp(
+        &self,
+        queue: &MessageQueue,
+        unix_ms: i64,
+    ) -> Result<(), ControlError> {
+        let offset = self
+            .spawned
+            .ask(|reply| PullCommand::OffsetForTimestamp {
+                queue: queue.clone(),
+                unix_ms,
+                reply,
+            })
+            .await??;
+        self.seek(queue, offset).await
+    }
+
     async fn seek_to_edge(&self, queue: &MessageQueue, to_end: bool) -> Result<(), ControlError> {
         self.spawned
             .ask(|reply| PullCommand::SeekToEdge {
@@ -297,6 +377,56 @@ impl RunningConsumer {
     pub fn resume(&self, queues: impl IntoIterator<Item = MessageQueue>) {
         self.spawned
             .tell(Input::Resume(queues.into_iter().collect()));
+    }
+
+    /// Subscribes to `topic` while running (again: the new tag expression replaces the old
+    /// one, and pulls use it from the next one on). The brokers hear of it at once, and the
+    /// topic's queues are shared out at the rebalance that follows. Fails with
+    /// [`ControlError::Rejected`] for a name brokers refuse (empty, too long, `%RETRY%`).
+    pub async fn subscribe(
+        &self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Result<(), ControlError> {
+        self.subscribe_with(topic.into(), expression.into(), false)
+            .await
+    }
+
+    /// [`RunningConsumer::subscribe`] with an SQL92 expression (see
+    /// [`PushConsumerBuilder::subscribe_sql92`]).
+    pub async fn subscribe_sql92(
+        &self,
+        topic: impl Into<String>,
+        expression: impl Into<String>,
+    ) -> Result<(), ControlError> {
+        self.subscribe_with(topic.into(), expression.into(), true)
+            .await
+    }
+
+    async fn subscribe_with(
+        &self,
+        topic: String,
+        expression: String,
+        sql92: bool,
+    ) -> Result<(), ControlError> {
+        self.spawned
+            .ask(|reply| PullCommand::Subscribe {
+                topic,
+                expression,
+                sql92,
+                reply,
+            })
+            .await?
+    }
+
+    /// Stops consuming `topic`: its queues go as a rebalance takes them (running handlers
+    /// finish, offsets are committed, `on_revoke` runs), and the brokers hear of it at the
+    /// next heartbeat. Resolves to whether the topic was subscribed.
+    pub async fn unsubscribe(&self, topic: impl Into<String>) -> Result<bool, ControlError> {
+        let topic = topic.into();
+        self.spawned
+            .ask(|reply| PullCommand::Unsubscribe { topic, reply })
+            .await
     }
 
     /// A snapshot of the consumer's state: per queue its offsets (committed, committable, next

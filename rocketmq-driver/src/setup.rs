@@ -30,6 +30,13 @@ pub(crate) struct Setup {
     /// TLS for every connection (`None`: plain TCP).
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::Tls>,
+    /// The application's rebalance hooks.
+    pub(crate) hooks: crate::driver::hooks::RebalanceHooks,
+    /// Message trace: the topic its records go to (`None`: no trace).
+    pub(crate) trace_topic: Option<String>,
+    /// Export the stats through `metrics` this often (`None`: not at all).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<Duration>,
 }
 
 /// A checked [`Setup`], ready to create consumers.
@@ -54,6 +61,10 @@ impl Setup {
             offset_dir: None,
             #[cfg(feature = "tls")]
             tls: None,
+            hooks: Default::default(),
+            trace_topic: None,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 
@@ -116,6 +127,24 @@ impl Setup {
 
     pub(crate) fn credentials(&mut self, credentials: consumer_core::Credentials) {
         self.config.credentials = Some(credentials);
+    }
+
+    pub(crate) fn allocation(&mut self, strategy: consumer_core::rebalance::Strategy) {
+        self.config.strategy = strategy;
+    }
+
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics(&mut self, every: Duration) {
+        self.metrics = Some(every);
+    }
+
+    pub(crate) fn trace(&mut self) {
+        self.trace_topic(proto::trace::DEFAULT_TRACE_TOPIC);
+    }
+
+    pub(crate) fn trace_topic(&mut self, topic: impl Into<String>) {
+        self.config.trace = true;
+        self.trace_topic = Some(topic.into());
     }
 
     pub(crate) fn rate_limit(&mut self, limit: consumer_core::rate::RateLimit) {
@@ -232,11 +261,57 @@ impl Checked {
             inputs,
             done,
             tls: self.tls.clone(),
+            hooks: self.setup.hooks.clone(),
+            traces: self.trace_queue(runtime),
         };
         runtime.spawn(Box::pin(driver.run().instrument(span)));
+        #[cfg(feature = "metrics")]
+        if let Some(every) = self.setup.metrics {
+            runtime.spawn(Box::pin(crate::metrics::run(
+                runtime.clone(),
+                inputs_tx.clone(),
+                self.setup.config.group.clone(),
+                every,
+            )));
+        }
         Spawned {
             inputs: inputs_tx,
             report: Some(report),
+        }
+    }
+}
+
+impl Checked {
+    /// Message trace: the queue to its sending task, with a producer of its own (Java's trace
+    /// dispatcher has one too, in group `_INNER_TRACE_PRODUCER-<group>`). A producer that
+    /// cannot be built is logged, and nothing is traced.
+    fn trace_queue<R: Runtime>(&self, runtime: &R) -> Option<crate::trace_dispatch::TraceQueue> {
+        let topic = self.setup.trace_topic.clone()?;
+        let config = &self.setup.config;
+        let group = format!(
+            "{}{}",
+            proto::trace::TRACE_PRODUCER_GROUP_PREFIX,
+            config.group
+        );
+        let mut builder = crate::Producer::<R>::builder(group);
+        for addr in &config.name_servers {
+            builder = builder.name_server(addr.clone());
+        }
+        if let Some(credentials) = &config.credentials {
+            builder = builder.credentials(credentials.clone());
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.setup.tls {
+            builder = builder.tls(tls.clone());
+        }
+        match builder.build() {
+            Ok(producer) => Some(crate::trace_dispatch::TraceQueue::start(
+                runtime, producer, topic,
+            )),
+            Err(e) => {
+                tracing::error!(error = %e, "message trace is off: its producer cannot be built");
+                None
+            }
         }
     }
 }
@@ -396,6 +471,25 @@ macro_rules! setup_setters {
         $crate::setup::setup_setters!(@method [$(#[$doc])*] credentials(
             credentials: consumer_core::Credentials
         ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* allocation; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] allocation(
+            strategy: $crate::Strategy
+        ));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* metrics; $($rest:tt)*) => {
+        #[cfg(feature = "metrics")]
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] metrics(every: std::time::Duration));
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* trace; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] trace());
+        $crate::setup::setup_setters!($($rest)*);
+    };
+    ($(#[$doc:meta])* trace_topic; $($rest:tt)*) => {
+        $crate::setup::setup_setters!(@method [$(#[$doc])*] trace_topic(topic: impl Into<String>));
         $crate::setup::setup_setters!($($rest)*);
     };
     ($(#[$doc:meta])* rate_limit; $($rest:tt)*) => {

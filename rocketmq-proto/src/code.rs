@@ -68,6 +68,8 @@ open_code! {
         SEND_MESSAGE = 10,
         /// Pull messages from a queue.
         PULL_MESSAGE = 11,
+        /// Look messages up in a broker's index by key (or unique key).
+        QUERY_MESSAGE = 12,
         /// Query a group's committed offset of a queue.
         QUERY_CONSUMER_OFFSET = 14,
         /// Commit a group's offset of a queue.
@@ -84,6 +86,8 @@ open_code! {
         GET_MIN_OFFSET = 31,
         /// The store time of the earliest message of a queue.
         GET_EARLIEST_MSG_STORETIME = 32,
+        /// One stored message by its commit-log offset.
+        VIEW_MESSAGE_BY_ID = 33,
         /// Register the client's producers and consumers with a broker.
         HEART_BEAT = 34,
         /// Remove the client from a broker.
@@ -108,6 +112,8 @@ open_code! {
         GET_BROKER_CLUSTER_INFO = 106,
         /// Create or update a subscription group.
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200,
+        /// Admin to broker: a group's offsets and lag on this broker.
+        GET_CONSUME_STATS = 208,
         /// Broker to consumer (oneway): move the group's offsets.
         RESET_CONSUMER_CLIENT_OFFSET = 220,
         /// Broker to consumer: report offsets (deprecated).

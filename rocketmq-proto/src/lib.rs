@@ -43,6 +43,7 @@ pub mod headers;
 pub mod json;
 pub mod message;
 pub mod queue;
+pub mod trace;
 
 pub use code::{LanguageCode, RequestCode, ResponseCode};
 pub use command::Command;

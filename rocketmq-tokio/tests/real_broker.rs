@@ -23,6 +23,7 @@ mod scenario {
     pub(crate) mod group_split;
     pub(crate) mod handler_panics;
     pub(crate) mod lite_pull;
+    pub(crate) mod metrics;
     pub(crate) mod namespaces;
     pub(crate) mod orderly;
     pub(crate) mod pause_resume;
@@ -31,11 +32,13 @@ mod scenario {
     pub(crate) mod push_seek;
     pub(crate) mod rate_limit;
     pub(crate) mod real_broker;
+    pub(crate) mod rebalance_hooks;
     pub(crate) mod reconsume;
     pub(crate) mod resume_committed;
     pub(crate) mod secured;
     pub(crate) mod sql92_filter;
     pub(crate) mod stats;
+    pub(crate) mod subscribe_while_running;
     pub(crate) mod tag_filter;
     pub(crate) mod tls;
 }
@@ -50,6 +53,8 @@ mod handler_panics;
 mod interop;
 #[path = "real_broker/lite_pull.rs"]
 mod lite_pull;
+#[path = "real_broker/metrics.rs"]
+mod metrics;
 #[path = "real_broker/namespaces.rs"]
 mod namespaces;
 #[path = "real_broker/orderly.rs"]
@@ -76,11 +81,15 @@ mod push_consume_tag_filter;
 mod push_seek;
 #[path = "real_broker/rate_limit.rs"]
 mod rate_limit;
+#[path = "real_broker/rebalance_hooks.rs"]
+mod rebalance_hooks;
 #[path = "real_broker/reconsume.rs"]
 mod reconsume;
 #[path = "real_broker/secured.rs"]
 mod secured;
 #[path = "real_broker/stats.rs"]
 mod stats;
+#[path = "real_broker/subscribe_while_running.rs"]
+mod subscribe_while_running;
 #[path = "real_broker/tls.rs"]
 mod tls;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use consumer_core::{
     ConnId, ConsumeFrom, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Credentials,
-    Delivery, DeliveryId, Event, MessageModel, Output, Polled, ShutdownReport,
+    Delivery, DeliveryId, Event, MessageModel, Output, Polled, RequestId, ShutdownReport,
 };
 use proto::headers::SendMessageRequestV2;
 use proto::{
@@ -62,6 +62,14 @@ pub struct WorldConfig {
     /// ACL on: brokers accept only requests signed as [`SIM_ACCESS_KEY`] with
     /// [`SIM_SECRET_KEY`], and every consumer has those credentials.
     pub acl: bool,
+    /// A consumer-wide rate limit (messages a second) on every consumer.
+    pub rate_limit: Option<u32>,
+    /// Faults also pause a random queue of a random member for a few seconds (then resume
+    /// it); no delivery may come from a paused queue.
+    pub pauses: bool,
+    /// Message trace on every consumer; [`World::shutdown_all`] then checks that every
+    /// delivered message was traced before and, once completed, after its handler.
+    pub trace: bool,
 }
 
 /// The access key of the simulated cluster's one ACL user.
@@ -90,6 +98,9 @@ impl WorldConfig {
             faults: true,
             consumer_config: |c| c,
             acl: false,
+            rate_limit: None,
+            pauses: false,
+            trace: false,
         }
     }
 }
@@ -99,10 +110,14 @@ impl WorldConfig {
     /// concurrent clustering; the same with poisoned messages and `max_reconsume_times` 2
     /// (dead-letter path); orderly clustering with poisoned messages; broadcasting with
     /// poisoned messages. Every other round of four delivers batches of 3 messages instead of 1.
-    /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those.
+    /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those; every
+    /// fifth with a rate limit of 25 messages a second, and every other one with message trace.
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
         config.acl = seed % 3 == 2;
+        config.rate_limit = (seed % 5 == 3).then_some(25);
+        config.pauses = seed % 7 == 5;
+        config.trace = seed % 2 == 1;
         if (seed / 4) % 2 == 1 {
             config.consumer_config = |mut c| {
                 c.consume_batch_size = 3;
@@ -142,6 +157,7 @@ enum Ev {
     Fault,
     Join,
     BrokerUp(String),
+    Resume(usize, MessageQueue),
 }
 
 /// A delivery whose handler is running.
@@ -181,6 +197,14 @@ pub struct Node {
     pub hold: bool,
     /// Deliveries handed out while [`Node::hold`] was set and not completed by the test yet.
     pub held: Vec<DeliveryId>,
+    /// With `revoke_hook`: every revoke the consumer announced ([`Output::Revoking`]), with
+    /// the time it did; the world never answers them (a test calls `revoke_done`, or the
+    /// revoke deadline ends them).
+    pub revoking: Vec<(Instant, RequestId, Vec<MessageQueue>)>,
+    /// With `trace`: every message trace record the consumer handed out, with the time.
+    pub traces: Vec<(Instant, proto::trace::TraceRecord)>,
+    /// Queues the node's application paused and has not resumed.
+    pub paused: BTreeSet<MessageQueue>,
 }
 
 /// The simulated world.
@@ -331,6 +355,40 @@ impl World {
                 &format!("node {i} did not close"),
             );
         }
+        if self.config.trace {
+            self.check_traces();
+        }
+    }
+
+    /// With trace: every delivered message has one `SubBefore` record, and every `SubAfter`
+    /// follows the `SubBefore` of the same delivery (request id) and message.
+    fn check_traces(&self) {
+        use proto::trace::TraceRecord;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let delivered: usize = node.delivered.iter().map(|(_, d)| d.messages.len()).sum();
+            // A set: one delivery may hold two copies of a message (its retries), one id.
+            let mut before = BTreeSet::new();
+            let mut befores = 0;
+            for (_, record) in &node.traces {
+                match record {
+                    TraceRecord::SubBefore(b) => {
+                        befores += 1;
+                        before.insert((b.request_id.clone(), b.msg_id.clone()));
+                    }
+                    TraceRecord::SubAfter(a) => self.fail_if(
+                        !before.contains(&(a.request_id.clone(), a.msg_id.clone())),
+                        &format!("node {i}: a SubAfter without its SubBefore: {a:?}"),
+                    ),
+                    TraceRecord::Pub(p) => self.fail(&format!("node {i} traced a send: {p:?}")),
+                }
+            }
+            self.fail_if(
+                befores != delivered,
+                &format!(
+                    "node {i}: {befores} SubBefore records for {delivered} delivered messages"
+                ),
+            );
+        }
     }
 
     fn shutdown_node(&mut self, i: usize) {
@@ -430,7 +488,36 @@ impl World {
                 self.note(format!("{broker} is up again"));
                 self.cluster.set_broker_down(&broker, false);
             }
+            Ev::Resume(i, queue) => {
+                self.note(format!("node {i} resumes {queue:?}"));
+                self.nodes[i].paused.remove(&queue);
+                let now = self.now;
+                self.nodes[i].consumer.resume(now, &queue);
+            }
         }
+    }
+
+    /// A member's application pauses one queue of `broker` for a few seconds.
+    fn pause_a_queue(&mut self, broker: &str) {
+        let live: Vec<usize> = (0..self.nodes.len())
+            .filter(|i| !self.nodes[*i].shutting_down)
+            .collect();
+        if live.is_empty() {
+            return;
+        }
+        let i = live[self.rng.index(live.len())];
+        let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
+        let queue = MessageQueue::new(&self.config.topic, broker, queue_id);
+        if !self.nodes[i].paused.insert(queue.clone()) {
+            return;
+        }
+        let pause_for = Duration::from_millis(1000 + self.rng.below(3000));
+        self.note(format!(
+            "fault: node {i} pauses {queue:?} for {pause_for:?}"
+        ));
+        self.nodes[i].consumer.pause(&queue);
+        let at = self.now + pause_for;
+        self.schedule(at, Ev::Resume(i, queue));
     }
 
     fn produce_one(&mut self) {
@@ -508,6 +595,10 @@ impl World {
     fn inject_fault(&mut self) {
         let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
+        if self.config.pauses && self.rng.chance(1, 3) {
+            self.pause_a_queue(&broker);
+            return;
+        }
         match self.rng.below(9) {
             0 => {
                 // Drop a random connection, as a network failure would.
@@ -640,6 +731,27 @@ impl World {
                     self.schedule(at, Ev::ToCluster(key, bytes));
                 }
             }
+            Output::Revoking { request, queues } => {
+                self.nodes[i].revoking.push((self.now, request, queues));
+            }
+            Output::Trace(batch) => {
+                let records = match proto::trace::TraceRecord::decode_all(&batch.data) {
+                    Ok(records) => records,
+                    Err(e) => self.fail(&format!("node {i} traced undecodable records: {e}")),
+                };
+                self.fail_if(
+                    records.len() != batch.records,
+                    &format!(
+                        "node {i}: a trace batch counts {} records, holds {}",
+                        batch.records,
+                        records.len()
+                    ),
+                );
+                let now = self.now;
+                self.nodes[i]
+                    .traces
+                    .extend(records.into_iter().map(|r| (now, r)));
+            }
             Output::Close { conn } => {
                 if let Some(key) = self.nodes[i].keys.remove(&conn) {
                     self.conn_owner.remove(&key);
@@ -658,6 +770,10 @@ impl World {
                         "node {i} delivered {:?} which it does not own",
                         delivery.queue
                     ),
+                );
+                self.fail_if(
+                    self.nodes[i].paused.contains(&delivery.queue),
+                    &format!("node {i} delivered {:?}, which it paused", delivery.queue),
                 );
                 if self.config.mode == ConsumeMode::Orderly {
                     self.check_orderly_delivery(i, &delivery);
@@ -1089,6 +1205,11 @@ impl World {
         if self.config.acl {
             config.credentials = Some(Credentials::new(SIM_ACCESS_KEY, SIM_SECRET_KEY));
         }
+        config.rate_limit = self
+            .config
+            .rate_limit
+            .map(consumer_core::rate::RateLimit::messages);
+        config.trace = self.config.trace;
         let config = adjust((self.config.consumer_config)(config));
         let unix_ms = self.cluster.wall_millis(self.now);
         let mut consumer = Consumer::new(
@@ -1114,6 +1235,9 @@ impl World {
             stored: BTreeMap::new(),
             hold: false,
             held: Vec::new(),
+            revoking: Vec::new(),
+            traces: Vec::new(),
+            paused: BTreeSet::new(),
         });
         self.note(format!("node {index} starts"));
         index

@@ -17,6 +17,8 @@ mod consume_timeout;
 mod flow_control_pauses_pull;
 #[path = "core/late_complete_after_revoke.rs"]
 mod late_complete_after_revoke;
+#[path = "core/message_trace_records.rs"]
+mod message_trace_records;
 #[path = "core/name_server_failover.rs"]
 mod name_server_failover;
 #[path = "core/namespace_wraps_names.rs"]
@@ -73,6 +75,8 @@ mod rate_limit_holds;
 mod rebalance_member_joins;
 #[path = "core/reset_offset_command.rs"]
 mod reset_offset_command;
+#[path = "core/revoke_hook_waits.rs"]
+mod revoke_hook_waits;
 #[path = "core/send_back_fallback.rs"]
 mod send_back_fallback;
 #[path = "core/send_back_retry_topic.rs"]
@@ -89,6 +93,8 @@ mod stale_pull_response_dropped;
 mod start_offset_table;
 #[path = "core/stats_snapshot.rs"]
 mod stats_snapshot;
+#[path = "core/subscribe_while_running.rs"]
+mod subscribe_while_running;
 #[path = "core/topic_disappears.rs"]
 mod topic_disappears;
 #[path = "core/unregister_after_final_commits.rs"]

@@ -6,7 +6,8 @@
 //! 2. drains it in `E2E_RUNS` (7) rounds, each (a) with a bare pull loop: one `PULL_MESSAGE` of
 //!    32 in flight per queue and nothing else, the ceiling; (b) with the push consumer on tokio;
 //!    (t) the same over TLS (rustls, against the broker's TLS-permissive port, `E2E_TLS=0` to
-//!    leave it out); (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push
+//!    leave it out); (m) exporting its stats through `metrics` every 100 ms; (r) tracing every
+//!    message to the trace topic (`E2E_TRACE=0` to leave it out); (c) on smol; (b1) and (c1) the same on one thread; (j) Apache's Java push
 //!    consumer and (k, k32) its lite pull consumer (`scripts/java-peer bench`). The handlers
 //!    only count, unless `E2E_HANDLER_US` gives each message that many µs of busy work. "vs
 //!    bare" is the median of the per-round ratios. Each drain runs in a child process (this
@@ -124,6 +125,14 @@ fn parent() {
     // broker that does not answer TLS).
     if env_or("E2E_TLS", 1) != 0 {
         roles.insert(2, ("(t) tokio over TLS", "tokio-tls", None));
+    }
+    // The tokio consumer exporting its stats through `metrics` (every 100 ms, into a
+    // recorder), to show what the export costs.
+    roles.insert(2, ("(m) tokio, metrics on", "tokio-metrics", None));
+    // The tokio consumer tracing every message (Java's message trace) to the broker's trace
+    // topic (E2E_TRACE=0 leaves it out, for a broker without `traceTopicEnable`).
+    if env_or("E2E_TRACE", 1) != 0 {
+        roles.insert(3, ("(r) tokio, message trace on", "tokio-trace", None));
     }
     // Apache's Java client, the peer to beat (E2E_JAVA=0 leaves it out).
     if env_or("E2E_JAVA", 1) != 0 {
@@ -547,20 +556,51 @@ fn child(args: &[String]) {
             .expect("a tokio runtime starts")
             .block_on(bare(namesrv, topic)),
         "tokio" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
-            namesrv, topic, total, None, false,
+            namesrv,
+            topic,
+            total,
+            None,
+            Variant::Plain,
         )),
         "tokio-tls" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
-            namesrv, topic, total, None, true,
+            namesrv,
+            topic,
+            total,
+            None,
+            Variant::Tls,
+        )),
+        "tokio-metrics" => {
+            metrics_util::debugging::DebuggingRecorder::new()
+                .install()
+                .expect("the child installs the only recorder");
+            tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
+                namesrv,
+                topic,
+                total,
+                None,
+                Variant::Metrics,
+            ))
+        }
+        "tokio-trace" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
+            namesrv,
+            topic,
+            total,
+            None,
+            Variant::Trace,
         )),
         "smol" => smol::block_on(push::<rocketmq_smol::SmolRuntime>(
-            namesrv, topic, total, None, false,
+            namesrv,
+            topic,
+            total,
+            None,
+            Variant::Plain,
         )),
         "first" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
             namesrv,
             topic,
             1,
             Some(main_started),
-            false,
+            Variant::Plain,
         )),
         other => panic!("unknown child role {other}"),
     };
@@ -730,6 +770,18 @@ async fn bare_broker(addr: &str, group: &str, topic: &str, queues: &[i32]) -> (u
     (messages, bytes)
 }
 
+/// How a push drain's consumer differs from the plain one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Plain,
+    /// Over TLS.
+    Tls,
+    /// Exporting its stats through `metrics` every 100 ms, into a recorder.
+    Metrics,
+    /// Tracing every message to the broker's trace topic.
+    Trace,
+}
+
 /// (b), (c), (e): a push consumer of a new group on runtime `R`, from the first offset, until
 /// `total` messages were delivered. With `first_since`, reports the time from then to the first
 /// delivery instead of a drain.
@@ -738,7 +790,7 @@ async fn push<R: driver::Runtime>(
     topic: &str,
     total: u64,
     first_since: Option<Instant>,
-    tls: bool,
+    variant: Variant,
 ) -> Value {
     let counted = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let handler_work = Duration::from_micros(env_or("E2E_HANDLER_US", 0));
@@ -753,10 +805,13 @@ async fn push<R: driver::Runtime>(
             .consume_from(driver::ConsumeFrom::First);
         // Apache's servers are TLS-permissive by default, with a self-signed test-mode
         // certificate: the same broker serves the plain and the TLS drains.
-        let builder = if tls {
-            builder.tls(driver::Tls::new().dangerous_accept_any_server_certificate())
-        } else {
-            builder
+        let builder = match variant {
+            Variant::Plain => builder,
+            Variant::Tls => {
+                builder.tls(driver::Tls::new().dangerous_accept_any_server_certificate())
+            }
+            Variant::Metrics => builder.metrics(Duration::from_millis(100)),
+            Variant::Trace => builder.trace(),
         };
         builder
             .build()

@@ -1,8 +1,9 @@
 //! `rmq` on the cluster whose brokers enforce ACL (`ACL_NAMESRV_ADDR` and the users
 //! `RMQ_ACL_ADMIN` and `RMQ_ACL_USER`, as `scripts/test` starts it): the admin creates a topic
 //! with `--access-key`/`--secret-key`, the user produces and consumes with the keys in
-//! `RMQ_ACCESS_KEY`/`RMQ_SECRET_KEY`; with a wrong secret `consume` and `produce` end with exit
-//! status 1 and one line saying access was denied, and no output ever shows the secret.
+//! `RMQ_ACCESS_KEY`/`RMQ_SECRET_KEY` and reads the group's lag; with a wrong secret `consume`,
+//! `produce` and the operator commands (`lag`, `consumer-status`, `reset-offset`, `query`) end
+//! with exit status 1 and one line saying access was denied, and no output ever shows the secret.
 
 use std::ffi::OsStr;
 
@@ -84,6 +85,25 @@ fn keys_sign_every_subcommand_and_a_wrong_secret_is_one_line() {
     );
     assert!(ok, "the user consumes: {stderr}");
     assert_eq!(messages.len(), 6, "{stderr}");
+    // The operator commands sign as the others do.
+    let (ok, lag, stderr) = rmq_with_env(
+        &[
+            "lag",
+            "--group",
+            &group,
+            "--topic",
+            &topic,
+            "--namesrv",
+            &namesrv,
+        ],
+        &user,
+    );
+    assert!(ok, "the user reads the group's lag: {stderr}");
+    assert_eq!(
+        lag.last().map(|t| &t["total_lag"]),
+        Some(&0.into()),
+        "{lag:?}"
+    );
 
     let wrong: [(&str, &OsStr); 2] = [
         ("RMQ_ACCESS_KEY", OsStr::new(&user_ak)),
@@ -109,6 +129,28 @@ fn keys_sign_every_subcommand_and_a_wrong_secret_is_one_line() {
             &topic,
             "--count",
             "1",
+            "--namesrv",
+            &namesrv,
+        ],
+        vec!["lag", "--group", &group, "--namesrv", &namesrv],
+        vec!["consumer-status", "--group", &group, "--namesrv", &namesrv],
+        vec![
+            "reset-offset",
+            "--group",
+            &group,
+            "--topic",
+            &topic,
+            "--to",
+            "first",
+            "--namesrv",
+            &namesrv,
+        ],
+        vec![
+            "query",
+            "--topic",
+            &topic,
+            "--key",
+            "k",
             "--namesrv",
             &namesrv,
         ],

@@ -71,3 +71,52 @@ pub(crate) fn consume_from_first(
     args.extend_from_slice(more);
     rmq_with_env(&args, env)
 }
+
+/// A program running in the background whose stdout is read line by line (JSON lines), for
+/// tests that act on a running consumer. Killed (by its own pid) when dropped.
+pub(crate) struct Background {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Background {
+    /// Starts `rmq` with `args`.
+    pub(crate) fn rmq(args: &[&str]) -> Self {
+        Self::start(Command::new(env!("CARGO_BIN_EXE_rmq")).args(args))
+    }
+
+    /// Starts `command` with its stdout piped (stderr goes to the test's).
+    pub(crate) fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the program starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // Lines that are not JSON (a Java peer's own chatter) are skipped.
+                if let Ok(value) = serde_json::from_str(&line)
+                    && tx.send(value).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The next JSON line, or `None` when none came within `timeout` (or the program ended).
+    pub(crate) fn next_line(&self, timeout: std::time::Duration) -> Option<Value> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

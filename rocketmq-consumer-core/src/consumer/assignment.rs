@@ -16,7 +16,7 @@ use proto::{Command, MessageQueue, RequestCode};
 
 use super::{Consumer, Lifecycle, PendingKind, Phase, QueueKey};
 use crate::config::{ConsumeFrom, ConsumeMode, MessageModel};
-use crate::output::{Event, FailureReason, Output};
+use crate::output::{Event, FailureReason, Output, RequestId};
 use crate::rebalance;
 use crate::timer::Timer;
 
@@ -227,8 +227,18 @@ impl Consumer {
             .map(|s| s.mq.clone())
             .collect();
         let change = rebalance::diff(&current, &target);
+        // With the hook, the application hears of the revoke first; each queue then waits for
+        // its answer as well as for its in-flight deliveries.
+        let hook = (self.config.revoke_hook && !change.removed.is_empty())
+            .then(|| self.app_answers.next_id());
+        if let Some(request) = hook {
+            self.outputs.push_back(Output::Revoking {
+                request,
+                queues: change.removed.clone(),
+            });
+        }
         for mq in &change.removed {
-            self.revoke(now, mq);
+            self.revoke(now, mq, hook);
         }
         let mut to_lock = Vec::new();
         for mq in &change.added {
@@ -266,13 +276,16 @@ impl Consumer {
         None
     }
 
-    pub(super) fn revoke(&mut self, now: Instant, mq: &MessageQueue) {
+    /// Revokes `mq`: it finishes (final commit, orderly unlock) once its in-flight deliveries
+    /// are done and, with `hook`, the application answered it, or at the revoke deadline.
+    pub(super) fn revoke(&mut self, now: Instant, mq: &MessageQueue, hook: Option<RequestId>) {
         let Some(state) = self.queues.key_of(mq).and_then(|k| self.queues.get_mut(k)) else {
             return;
         };
         state.phase = Phase::Revoking;
+        state.revoke_hook = hook;
         let (key, epoch) = (state.key, state.epoch);
-        if self.deliveries.any_of(key, epoch) {
+        if hook.is_some() || self.deliveries.any_of(key, epoch) {
             self.timers.set(
                 now + self.config.revoke_drain_timeout,
                 Timer::RevokeDeadline(key, epoch),
@@ -287,8 +300,24 @@ impl Consumer {
             return;
         };
         let epoch = state.epoch;
-        if !self.deliveries.any_of(key, epoch) {
+        if state.revoke_hook.is_none() && !self.deliveries.any_of(key, epoch) {
             self.finish_revoke(now, key);
+        }
+    }
+
+    /// The application answered revoke hook `request`: its queues finish once drained.
+    pub(super) fn on_revoke_done(&mut self, now: Instant, request: RequestId) {
+        let answered: Vec<QueueKey> = self
+            .queues
+            .iter_mut()
+            .filter(|s| s.phase == Phase::Revoking && s.revoke_hook == Some(request))
+            .map(|s| {
+                s.revoke_hook = None;
+                s.key
+            })
+            .collect();
+        for key in answered {
+            self.maybe_finish_revoke(now, key);
         }
     }
 

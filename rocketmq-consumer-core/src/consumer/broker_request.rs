@@ -244,7 +244,7 @@ impl Consumer {
             conn,
             opaque: request.opaque,
         };
-        let id = self.deliveries.start(now, source);
+        let id = self.deliveries.start(now, source, None);
         self.outputs.push_back(Output::Deliver(Delivery {
             id,
             queue,

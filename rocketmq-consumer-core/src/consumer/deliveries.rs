@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::message_trace::OpenTrace;
 use crate::id::{Epoch, QueueKey};
 use crate::output::{ConnId, DeliveryId};
 
@@ -26,6 +27,8 @@ pub(crate) enum Source {
 pub(crate) struct Flight {
     pub(crate) source: Source,
     pub(crate) started: Instant,
+    /// With message trace: what its `SubAfter` records need.
+    pub(crate) trace: Option<OpenTrace>,
 }
 
 impl Flight {
@@ -44,7 +47,12 @@ pub(crate) struct Deliveries {
 
 impl Deliveries {
     /// Records a new delivery from `source`, handed out at `now`.
-    pub(crate) fn start(&mut self, now: Instant, source: Source) -> DeliveryId {
+    pub(crate) fn start(
+        &mut self,
+        now: Instant,
+        source: Source,
+        trace: Option<OpenTrace>,
+    ) -> DeliveryId {
         self.next_seq += 1;
         let seq = self.next_seq;
         self.in_flight.insert(
@@ -52,6 +60,7 @@ impl Deliveries {
             Flight {
                 source,
                 started: now,
+                trace,
             },
         );
         DeliveryId { seq }

@@ -26,6 +26,7 @@ pub(crate) mod cluster;
 mod deliveries;
 mod lease;
 mod local_offsets;
+mod message_trace;
 mod offsets;
 mod poll;
 mod pulling;
@@ -48,16 +49,17 @@ use crate::conn::{Connections, Route};
 pub(crate) use crate::id::{Epoch, QueueKey};
 use crate::namespace::Namespace;
 use crate::output::{
-    ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, ShutdownReport,
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, RequestId, ShutdownReport,
 };
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
-use crate::stats::{ConsumerStats, Histogram, QueueStats};
+use crate::stats::{ConsumerStats, Histogram, LatencyBuckets, QueueStats};
 use crate::timer::{Timer, TimerQueue};
 use app_answers::AppAnswers;
 use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 use local_offsets::LocalOffsets;
+use message_trace::{OpenTrace, ReturnType};
 use queues::{Phase, QueueTable, Start};
 use rate_hold::RateHold;
 use requests::{Pending, PendingKind, Requests};
@@ -112,6 +114,10 @@ pub struct Consumer {
     access: access::AccessDenials,
     /// The consumption rate limits (wire topic names).
     rate: RateLimiter,
+    /// Message trace: deliveries traced so far, and what makes this consumer's request ids
+    /// its own.
+    traced: u64,
+    trace_salt: u64,
     rng: u64,
     counters: Counters,
     report: ShutdownReport,
@@ -138,6 +144,7 @@ struct Counters {
     /// Round trips of pulls answered without a long-poll suspension (see `ConsumerStats`).
     pull_latency: Histogram,
     delivered: u64,
+    delivered_messages: u64,
     consume_time: Duration,
     consume_latency: Histogram,
     flow_control_pauses: u64,
@@ -204,6 +211,8 @@ impl Consumer {
             namespace,
             access: access::AccessDenials::default(),
             rate,
+            traced: 0,
+            trace_salt: 0,
             rng: seed ^ 0x9E37_79B9_7F4A_7C15,
             counters: Counters::default(),
             report: ShutdownReport::default(),
@@ -239,6 +248,15 @@ impl Consumer {
             now + consumer.config.persist_interval,
             Timer::PersistOffsets,
         );
+        // FNV-1a of the client id, with the start time: request ids differ across consumers
+        // and across restarts of one.
+        consumer.trace_salt = consumer
+            .client_id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
+            ^ unix_ms.unsigned_abs();
         Ok(consumer)
     }
 
@@ -255,6 +273,24 @@ impl Consumer {
         let version = self.unix_ms(now);
         let topic = self.inward(topic).into_owned();
         self.add_subscription(now, SubscriptionData::new(&topic, expression, version))
+    }
+
+    /// Stops consuming `topic`: its queues are revoked as a rebalance revokes them (in-flight
+    /// deliveries drain, offsets are committed, the revoke hook runs), the brokers hear of it
+    /// at the next heartbeat, and poll mode's assigned queues of it are dropped. Returns false
+    /// for a topic not subscribed (the retry topic cannot be unsubscribed).
+    pub fn unsubscribe(&mut self, now: Instant, topic: &str) -> bool {
+        let topic = self.inward(topic).into_owned();
+        if topic == self.retry_topic || self.subscriptions.remove(&topic).is_none() {
+            return false;
+        }
+        self.unchecked.remove(&topic);
+        self.assigned.remove(&topic);
+        self.cluster.forget_route(&topic);
+        self.apply_assignment(now, &topic, BTreeSet::new());
+        self.timers.reset(now, Timer::Heartbeat);
+        self.after_input(now);
+        true
     }
 
     /// `resource` (a topic or group as the application names it) as the brokers know it.
@@ -373,6 +409,19 @@ impl Consumer {
         let took = now.saturating_duration_since(flight.started);
         self.counters.consume_time += took;
         self.counters.consume_latency.record(took);
+        if let Some(trace) = flight.trace {
+            let consumed_all = match &flight.source {
+                Source::Queue { offsets, .. } => outcome.consumed(offsets.len()) == offsets.len(),
+                Source::Direct { .. } => outcome.consumed(1) == 1,
+            };
+            let result = if consumed_all {
+                ReturnType::Success
+            } else {
+                ReturnType::Failed
+            };
+            let records = trace.close(self.unix_ms(now), result);
+            self.outputs.push_back(Output::Trace(records));
+        }
         if self.lifecycle == Lifecycle::Draining {
             self.report.drained += 1;
         }
@@ -481,6 +530,14 @@ impl Consumer {
         }
     }
 
+    /// The application is done with revoke hook `request` ([`Output::Revoking`]): its queues
+    /// commit and go once their in-flight deliveries are done. An unknown or late answer (the
+    /// revoke deadline passed) is ignored.
+    pub fn revoke_done(&mut self, now: Instant, request: RequestId) {
+        self.on_revoke_done(now, request);
+        self.after_input(now);
+    }
+
     /// Whether shutdown has finished.
     pub fn is_closed(&self) -> bool {
         self.lifecycle == Lifecycle::Closed
@@ -526,6 +583,7 @@ impl Consumer {
             queues,
             in_flight_deliveries: self.deliveries.len(),
             delivered: c.delivered,
+            delivered_messages: c.delivered_messages,
             pulls: c.pulls,
             pull_latency: c.pull_latency.summary(),
             consume_latency: c.consume_latency.summary(),
@@ -538,6 +596,15 @@ impl Consumer {
             rate_limit_pull_pauses: c.rate_limit_pull_pauses,
             expired_deliveries: c.expired,
             sent_back: c.sent_back,
+            trace_dropped: 0,
+        }
+    }
+
+    /// The latency distributions of [`Consumer::stats`], bucket by bucket.
+    pub fn latency_buckets(&self) -> LatencyBuckets {
+        LatencyBuckets {
+            pull: self.counters.pull_latency.buckets(),
+            consume: self.counters.consume_latency.buckets(),
         }
     }
 
@@ -745,8 +812,10 @@ impl Consumer {
                 epoch,
                 offsets: messages.iter().map(|m| m.queue_offset()).collect(),
             };
-            let id = self.deliveries.start(now, source);
+            let trace = self.open_trace(now, &messages);
+            let id = self.deliveries.start(now, source, trace);
             self.counters.delivered += 1;
+            self.counters.delivered_messages += messages.len() as u64;
             self.outputs.push_back(Output::Deliver(Delivery {
                 id,
                 queue,
@@ -754,6 +823,29 @@ impl Consumer {
             }));
         }
         self.rate_hold_ends(held);
+    }
+
+    /// With message trace: the `SubBefore` records of a delivery of `messages` starting now
+    /// (out at once), and what its completion's records need.
+    fn open_trace(
+        &mut self,
+        now: Instant,
+        messages: &[proto::message::Message],
+    ) -> Option<OpenTrace> {
+        if !self.config.trace {
+            return None;
+        }
+        self.traced += 1;
+        // 32 hex digits, as Java's `MessageClientIDSetter.createUniqID` request ids: this
+        // consumer's salt (its client id and start time) and a sequence number.
+        let request_id = format!("{:016X}{:016X}", self.trace_salt, self.traced);
+        let group = match &self.namespace {
+            Some(ns) => ns.unwrap(&self.config.group).into_owned(),
+            None => self.config.group.clone(),
+        };
+        let (open, records) = message_trace::open(&group, request_id, self.unix_ms(now), messages)?;
+        self.outputs.push_back(Output::Trace(records));
+        Some(open)
     }
 
     /// A rate limit held messages back: wake when the first of them may go.

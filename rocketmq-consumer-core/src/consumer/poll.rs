@@ -70,6 +70,7 @@ impl Consumer {
             held.handed_out(&mut self.rate, now, &queue, &messages);
             self.rate_hold_ends(held);
             self.counters.delivered += 1;
+            self.counters.delivered_messages += messages.len() as u64;
             // Room in the cache again: pull now rather than at the next flow-control check.
             self.try_pull(now, key, epoch);
             let polled = Polled {

@@ -94,7 +94,10 @@ impl Consumer {
             return;
         }
         state.phase = Phase::Idle;
+        let queue = state.mq.clone();
         self.queues.restart_at(key, offset);
+        self.outputs
+            .push_back(Output::Event(Event::QueueStarted { queue, offset }));
         self.try_pull(now, key, epoch);
     }
 

@@ -14,6 +14,7 @@ use proto::MessageQueue;
 use proto::message::Message;
 
 use crate::id::{Epoch, QueueKey};
+use crate::output::RequestId;
 use crate::queue::ProcessQueue;
 
 /// One owned queue.
@@ -38,6 +39,8 @@ pub(crate) struct QueueState {
     pub(crate) manual_commit: Option<i64>,
     /// When the last pull answer arrived (for stats).
     pub(crate) last_pull: Option<Instant>,
+    /// Revoking with `revoke_hook`: the application's answer the final commit waits for.
+    pub(crate) revoke_hook: Option<RequestId>,
 }
 
 impl QueueState {
@@ -138,6 +141,7 @@ impl QueueTable {
                 lease: start.lease,
                 manual_commit: start.manual_commit.then_some(offset),
                 last_pull: None,
+                revoke_hook: None,
             },
         );
         (key, epoch)

@@ -21,6 +21,7 @@ use proto::message::{Message, property, sys_flag};
 use proto::{Command, MessageQueue, RequestCode};
 
 use super::deliveries::Source;
+use super::message_trace::ReturnType;
 use super::send_back::{SendBack, Stage};
 use super::{Consumer, Epoch, PendingKind, QueueKey};
 use crate::config::{ConsumeMode, MessageModel};
@@ -116,6 +117,10 @@ impl Consumer {
     pub(super) fn expire_deliveries(&mut self, now: Instant) {
         let timeout = self.config.consume_timeout;
         for flight in self.deliveries.take_expired(now, timeout) {
+            if let Some(trace) = flight.trace {
+                let records = trace.close(self.unix_ms(now), ReturnType::TimedOut);
+                self.outputs.push_back(Output::Trace(records));
+            }
             let Source::Queue {
                 key,
                 epoch,

@@ -62,6 +62,16 @@ impl Histogram {
         }
     }
 
+    /// Every non-empty bucket: the middle of its range and its count, in order.
+    pub(crate) fn buckets(&self) -> Vec<(Duration, u64)> {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(|(i, count)| (Duration::from_micros(middle(i)), *count))
+            .collect()
+    }
+
     /// The value below which a fraction `q` of the samples lie (the middle of its bucket, never
     /// above the largest sample); zero when nothing was recorded.
     fn quantile(&self, q: f64) -> Duration {

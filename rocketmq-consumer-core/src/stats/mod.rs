@@ -23,8 +23,10 @@ pub struct ConsumerStats {
     pub lag: i64,
     /// Deliveries handed out and not completed.
     pub in_flight_deliveries: usize,
-    /// Deliveries handed out since start.
+    /// Deliveries handed out since start (poll mode: takes).
     pub delivered: u64,
+    /// Messages in them.
+    pub delivered_messages: u64,
     /// Pull responses (and failures) since start.
     pub pulls: u64,
     /// Round trips of the pulls the broker answered at once: those sent while the queue had
@@ -54,6 +56,9 @@ pub struct ConsumerStats {
     /// Failed messages the broker took back for a retry (or, orderly, for the dead-letter
     /// queue).
     pub sent_back: u64,
+    /// Message trace records the driver dropped: its queue to the trace topic was full, or a
+    /// send failed (the core itself drops none and leaves this 0).
+    pub trace_dropped: u64,
 }
 
 /// One queue's state.
@@ -90,6 +95,19 @@ pub struct QueueStats {
     pub lease_until: Option<Instant>,
     /// Revoked by a rebalance: waiting for its in-flight deliveries before its final commit.
     pub revoking: bool,
+}
+
+/// The latency distributions behind [`ConsumerStats::pull_latency`] and
+/// [`ConsumerStats::consume_latency`], bucket by bucket, for exporters that keep histograms of
+/// their own (the driver's `metrics` feature): each non-empty bucket's middle and count since
+/// the consumer started, in order. Buckets are 1/16 of a power of two wide.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatencyBuckets {
+    /// Pull round trips answered at once.
+    pub pull: Vec<(Duration, u64)>,
+    /// Delivery to completion.
+    pub consume: Vec<(Duration, u64)>,
 }
 
 /// A latency distribution since the consumer started.

@@ -13,6 +13,7 @@
 
 pub(crate) mod conns;
 mod handlers;
+pub(crate) mod hooks;
 mod trace;
 mod waiters;
 
@@ -29,7 +30,11 @@ use crate::offset_file::OffsetFile;
 use crate::runtime::{BoxFuture, Runtime};
 use conns::{ConnEvent, Conns};
 use handlers::Handlers;
+use hooks::{Hooks, RebalanceHooks};
 use waiters::Waiters;
+
+/// How long a closing consumer waits for its last message trace records to be sent.
+const TRACE_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The task that drives one consumer.
 pub(crate) struct Driver<R: Runtime> {
@@ -45,6 +50,10 @@ pub(crate) struct Driver<R: Runtime> {
     pub(crate) done: oneshot::Sender<ShutdownReport>,
     /// TLS for every connection, when the client has it.
     pub(crate) tls: Option<crate::transport::Connector>,
+    /// The application's rebalance hooks.
+    pub(crate) hooks: RebalanceHooks,
+    /// Message trace: where its records go.
+    pub(crate) traces: Option<crate::trace_dispatch::TraceQueue>,
 }
 
 impl<R: Runtime> Driver<R> {
@@ -60,6 +69,8 @@ impl<R: Runtime> Driver<R> {
             mut inputs,
             done,
             tls,
+            hooks,
+            traces,
         } = self;
         let mut io = Io {
             runtime: runtime.clone(),
@@ -67,6 +78,8 @@ impl<R: Runtime> Driver<R> {
             offsets,
             offsets_stored: true,
             conns: Conns::new(runtime.clone(), inputs_tx.clone(), tls),
+            hooks: Hooks::new(runtime.clone(), hooks, inputs_tx.clone()),
+            traces,
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
             report: None,
             waiters: Waiters::default(),
@@ -116,6 +129,9 @@ impl<R: Runtime> Driver<R> {
             }
         }
         io.conns.abort_all();
+        if let Some(traces) = io.traces.take() {
+            traces.close(&runtime, TRACE_FLUSH).await;
+        }
         let mut report = io.report.take().unwrap_or_default();
         if !io.offsets_stored {
             // The final table never reached the file: nothing is committed after all.
@@ -143,6 +159,8 @@ struct Io<R: Runtime> {
     offsets_stored: bool,
     conns: Conns<R>,
     handlers: Handlers<R>,
+    hooks: Hooks<R>,
+    traces: Option<crate::trace_dispatch::TraceQueue>,
     report: Option<ShutdownReport>,
     waiters: Waiters,
 }
@@ -170,6 +188,7 @@ impl<R: Runtime> Io<R> {
                     consumer.resume(now, queue);
                 }
             }
+            Input::RevokeDone(request) => consumer.revoke_done(now, request),
         }
     }
 
@@ -205,7 +224,7 @@ impl<R: Runtime> Io<R> {
 
     /// Carries out a lite pull consumer's request.
     fn pull_command(&mut self, consumer: &mut Consumer, now: Instant, command: PullCommand) {
-        if !matches!(command, PullCommand::Take { .. } | PullCommand::Stats(_))
+        if !command.leaves_take()
             && let Some((_, reply)) = self.waiters.take.take()
         {
             let _ = reply.send(None);
@@ -264,9 +283,40 @@ impl<R: Runtime> Io<R> {
                 let _ = reply.send(consumer.assignment().collect());
             }
             PullCommand::Stats(reply) => {
-                let _ = reply.send(consumer.stats());
+                let _ = reply.send(self.stats(consumer));
+            }
+            #[cfg(feature = "metrics")]
+            PullCommand::Metrics(reply) => {
+                let _ = reply.send((self.stats(consumer), consumer.latency_buckets()));
+            }
+            PullCommand::Subscribe {
+                topic,
+                expression,
+                sql92,
+                reply,
+            } => {
+                let done = if sql92 {
+                    consumer.subscribe_sql92(now, &topic, &expression)
+                } else {
+                    consumer.subscribe(now, &topic, &expression)
+                };
+                let _ = reply.send(done.map_err(ControlError::Rejected));
+            }
+            PullCommand::Unsubscribe { topic, reply } => {
+                let _ = reply.send(consumer.unsubscribe(now, &topic));
+            }
+            PullCommand::Assign { queues, reply } => {
+                let done = consumer.assign(now, queues);
+                let _ = reply.send(done.map_err(ControlError::Rejected));
             }
         }
+    }
+
+    /// The consumer's stats, with what the driver counts itself.
+    fn stats(&self, consumer: &Consumer) -> consumer_core::ConsumerStats {
+        let mut stats = consumer.stats();
+        stats.trace_dropped = self.traces.as_ref().map_or(0, |t| t.dropped());
+        stats
     }
 
     /// Carries out everything the consumer asks for, and hands ready messages to a waiting
@@ -280,11 +330,20 @@ impl<R: Runtime> Io<R> {
                     Output::Send { conn, command } => self.conns.send(conn, &command),
                     Output::Close { conn } => self.conns.close(conn),
                     Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
+                    Output::Trace(records) => {
+                        if let Some(traces) = &mut self.traces {
+                            traces.append(records);
+                        }
+                    }
+                    Output::Revoking { request, queues } => {
+                        self.hooks.revoking(consumer, request, queues)
+                    }
                     Output::StoreOffsets(table) => self.store_offsets(&table),
                     Output::Event(event) => self.on_event(event),
                 }
             }
             if !self.serve_take(consumer) {
+                self.hooks.end_pass();
                 return;
             }
         }
@@ -293,6 +352,9 @@ impl<R: Runtime> Io<R> {
     /// Logs an event, settles what it answers, and hands it to the application's observer.
     fn on_event(&mut self, event: Event) {
         trace::trace_event(&event);
+        if let Event::QueueStarted { queue, offset } = &event {
+            self.hooks.started(queue, *offset);
+        }
         self.waiters.on_event(&event);
         if let Some(sink) = &self.events {
             sink(&event);

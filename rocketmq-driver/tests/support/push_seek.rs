@@ -1,11 +1,13 @@
-//! A running push consumer's `seek_to_begin` and `seek` on the real broker: the queue's
-//! messages are delivered again from the start, then from the sought offset; a queue the
-//! consumer does not own is refused.
+//! A running push consumer's `seek_to_begin`, `seek` and `seek_to_timestamp` on the real
+//! broker: the queue's messages are delivered again from the start, then from the sought
+//! offset, then from the first stored after a moment; a queue the consumer does not own is
+//! refused.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::broker_scenario::{
-    Topic, WAIT, build_tracked, builder, read_until, start_forwarding, wait_for,
+    Topic, WAIT, build_tracked, builder, read_until, sleep, start_forwarding, wait_for,
 };
 use driver::ControlError;
 use driver::prelude::*;
@@ -59,6 +61,29 @@ pub(crate) async fn seeking_back_delivers_again<R: Runtime>(prefix: &str) {
         offsets(&tail),
         (5..10).collect(),
         "from the sought offset: {tail:?}"
+    );
+
+    // Messages stored after a moment; seeking to it delivers them again, and nothing older.
+    sleep::<R>(Duration::from_millis(100)).await;
+    let mark = i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis()),
+    )
+    .unwrap_or(i64::MAX);
+    sleep::<R>(Duration::from_millis(100)).await;
+    topic.send("later", 5, None);
+    let later = read_until::<R, _>(&mut bodies, WAIT, |got| got.len() >= 5).await;
+    assert_eq!(offsets(&later), (10..15).collect(), "{later:?}");
+    running
+        .seek_to_timestamp(&queue, mark)
+        .await
+        .expect("an owned queue seeks to a time");
+    let since = read_until::<R, _>(&mut bodies, WAIT, |got| got.len() >= 5).await;
+    assert_eq!(
+        offsets(&since),
+        (10..15).collect(),
+        "what was stored since the moment, again: {since:?}"
     );
 
     let other = MessageQueue::new(&topic.name, &topic.broker_name(), 7);

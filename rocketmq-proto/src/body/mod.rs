@@ -30,6 +30,7 @@
 //! | [`QueryAssignmentResponseBody`] | `QUERY_ASSIGNMENT` (400) response | broker → client |
 //! | [`SetMessageRequestModeRequestBody`] | `SET_MESSAGE_REQUEST_MODE` (401) | client → broker |
 //! | [`BatchAckMessageRequestBody`] | `BATCH_ACK_MESSAGE` (200151) | client → broker |
+//! | [`ConsumeStats`] | `GET_CONSUME_STATS` (208) response | broker → admin |
 //! | [`OffsetTable`] | the local `offsets.json` of a broadcasting consumer | file |
 
 /// A Java enum that travels by constant name: a `#[non_exhaustive]` Rust enum whose serde form
@@ -62,6 +63,7 @@ macro_rules! java_enum {
 
 mod check_client;
 mod consume_directly;
+mod consume_stats;
 mod consumer_list;
 mod consumer_status;
 mod heartbeat;
@@ -84,6 +86,7 @@ use crate::queue::MessageQueue;
 
 pub use check_client::CheckClientRequestBody;
 pub use consume_directly::{ConsumeMessageDirectlyResult, ConsumeResult};
+pub use consume_stats::{ConsumeStats, OffsetWrapper};
 pub use consumer_list::ConsumerListBody;
 pub use consumer_status::GetConsumerStatusBody;
 pub use heartbeat::{

@@ -58,12 +58,15 @@
 mod admin;
 mod callback;
 mod client;
+mod consume_stats;
 mod offset;
 mod pop;
 mod pull;
 pub mod pull_sys_flag;
+mod query_message;
 pub mod receipt;
 mod send;
+mod view_message;
 
 pub use admin::CreateTopicRequest;
 pub use callback::{
@@ -75,6 +78,7 @@ pub use client::{
     GetRouteInfoRequest, HeartbeatRequest, HeartbeatResponse, LockBatchMqRequest,
     UnlockBatchMqRequest, UnregisterClientRequest,
 };
+pub use consume_stats::GetConsumeStatsRequest;
 pub use offset::{
     BoundaryType, GetEarliestMsgStoretimeRequest, GetEarliestMsgStoretimeResponse,
     GetMaxOffsetRequest, GetMaxOffsetResponse, GetMinOffsetRequest, GetMinOffsetResponse,
@@ -86,5 +90,7 @@ pub use pop::{
     PopMessageResponse,
 };
 pub use pull::{PullMessageRequest, PullMessageResponse};
+pub use query_message::{QueryMessageRequest, QueryMessageResponse};
 pub use receipt::ReceiptHandle;
 pub use send::{SendMessageRequest, SendMessageRequestV2, SendMessageResponse};
+pub use view_message::ViewMessageRequest;

@@ -21,3 +21,5 @@ mod namespace;
 mod retries;
 #[path = "interop/rust_producer_to_java.rs"]
 mod rust_producer_to_java;
+#[path = "interop/trace.rs"]
+mod trace;

@@ -6,7 +6,10 @@
 //! caches stay bounded, no committed offset passes an unconsumed message, orderly deliveries
 //! hold the broker lock, never overlap and never skip ahead, broadcasting reaches every
 //! member, and each queue ends with exactly one owner (every member, broadcasting). Every
-//! third seed runs with the brokers checking ACL signatures, and none may be refused.
+//! third seed runs with the brokers checking ACL signatures, and none may be refused; every
+//! fifth under a rate limit (25 messages a second); every seventh with members pausing queues
+//! for a few seconds (no delivery may come from a paused queue); every other one with message
+//! trace, whose records must cover every delivered message, before and after.
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=s` runs only seed `s`.
 

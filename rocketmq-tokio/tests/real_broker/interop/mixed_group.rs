@@ -15,9 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use consumer_core::MessageQueue;
-use consumer_core::rebalance::{Strategy, allocate};
+use consumer_core::rebalance::allocate;
 use rocketmq_tests::unique;
-use rocketmq_tokio::{ConsumeFrom, TokioRuntime};
+use rocketmq_tokio::{ConsumeFrom, Strategy, TokioRuntime};
 use serde_json::Value;
 
 use super::peer::{JavaPeer, int, text};
@@ -250,10 +250,8 @@ fn mixed_group(strategy: Strategy, java_strategy: &str) {
             builder::<TokioRuntime>(&topic, &group, "*", ConsumeFrom::First)
                 .client_ip("127.0.0.1")
                 .instance_name(instance)
-                .configure(|c| {
-                    c.strategy = strategy.clone();
-                    c.rebalance_interval = Duration::from_secs(1);
-                }),
+                .allocation(strategy.clone())
+                .configure(|c| c.rebalance_interval = Duration::from_secs(1)),
         );
         members.ours_id = Some(ours.running.client_id().to_owned());
         members.ours = Some(ours);

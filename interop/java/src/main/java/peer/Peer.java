@@ -42,7 +42,8 @@ public final class Peer {
         "  admin create-topic --topic T [--queues N] [--cluster C]   (on every master; waits for the route)",
         "  (admin subcommands also take --rpc-timeout-ms MS, default 10000)",
         "  bench --mode push|lite-pull --group G --topic T --count N [--pull-batch-size B]",
-        "          [--consume-batch-size B] [--consume-threads T]   (one e2e child report line)");
+        "          [--consume-batch-size B] [--consume-threads T]   (one e2e child report line)",
+        "  trace-read [--topic T] [--group G] [--idle-exit S]   (RMQ_SYS_TRACE_TOPIC decoded by TraceDataEncoder)");
 
     private Peer() {}
 
@@ -104,6 +105,8 @@ public final class Peer {
                 return Admin.run(rest);
             case "bench":
                 return new Bench(rest).run();
+            case "trace-read":
+                return new Trace(rest).run();
             case "help":
             case "--help":
             case "-h":
