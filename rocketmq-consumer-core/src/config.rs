@@ -165,6 +165,14 @@ pub struct ConsumerConfig {
     /// it is closed and opened again (3): a peer that keeps the socket open but stopped
     /// answering (a hung process, a half-open connection) is not waited on for ever.
     pub close_after_timeouts: u32,
+    /// How long a connection with requests in flight may hear nothing before it is probed
+    /// with a heartbeat (10 s); a probe unanswered within `request_timeout` closes the
+    /// connection at once, and it is opened again. Pulls long-poll for `long_poll_suspend`
+    /// and time out only after `pull_timeout`, so without a probe a connection that died
+    /// without a FIN (a firewall that dropped its state) would hold its queues' pulls until
+    /// they all timed out. Java has no such probe; its Netty idle handler closes a channel
+    /// only after 120 s with no traffic either way.
+    pub probe_after: Duration,
     /// Credentials for a cluster with ACL: every request to name servers and brokers is signed
     /// with them, as Java's `AclClientRPCHook` does (`None`, the default: nothing is signed).
     /// Change them on a running consumer with [`crate::Consumer::set_credentials`].
@@ -235,6 +243,7 @@ impl ConsumerConfig {
             reconnect_backoff: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(3),
             close_after_timeouts: 3,
+            probe_after: Duration::from_secs(10),
             credentials: None,
             signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
             namespace: None,
@@ -261,6 +270,9 @@ impl ConsumerConfig {
         }
         if self.connect_timeout.is_zero() || self.close_after_timeouts == 0 {
             return fail("connect_timeout and close_after_timeouts must be positive");
+        }
+        if self.probe_after.is_zero() {
+            return fail("probe_after must be positive");
         }
         if self.name_servers.is_empty() {
             return fail("at least one name server address is needed");

@@ -2,7 +2,7 @@
 //! while it opens, and a pause before reconnecting to an address that just failed.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use proto::Command;
 
@@ -21,6 +21,10 @@ struct Entry {
     state: State,
     /// Requests on it that timed out since its last answer.
     timeouts: u32,
+    /// When it last answered anything (or opened).
+    heard: Instant,
+    /// A liveness probe went out on it since it last answered.
+    probing: bool,
 }
 
 /// What to do with a command for an address.
@@ -75,6 +79,8 @@ impl Connections {
                 id,
                 state: State::Connecting(vec![command]),
                 timeouts: 0,
+                heard: now,
+                probing: false,
             },
         );
         self.by_id.insert(id, addr.to_owned());
@@ -83,13 +89,14 @@ impl Connections {
     }
 
     /// The connection opened: returns the commands queued for it.
-    pub(crate) fn connected(&mut self, id: ConnId) -> Vec<Command> {
+    pub(crate) fn connected(&mut self, now: Instant, id: ConnId) -> Vec<Command> {
         let Some(addr) = self.by_id.get(&id) else {
             return Vec::new();
         };
         let Some(entry) = self.by_addr.get_mut(addr) else {
             return Vec::new();
         };
+        entry.heard = now;
         match std::mem::replace(&mut entry.state, State::Connected) {
             State::Connecting(queued) => queued,
             State::Connected => Vec::new(),
@@ -120,10 +127,41 @@ impl Connections {
     }
 
     /// An answer arrived on connection `id`: it is alive.
-    pub(crate) fn answered(&mut self, id: ConnId) {
+    pub(crate) fn answered(&mut self, now: Instant, id: ConnId) {
         if let Some(entry) = self.entry_mut(id) {
             entry.timeouts = 0;
+            entry.heard = now;
+            entry.probing = false;
         }
+    }
+
+    /// The open connections among `busy` that have heard nothing for `quiet` and have no probe
+    /// out yet, marked as probed now: each gets one request whose answer shows it is alive.
+    ///
+    /// A long-polled pull keeps a healthy connection quiet for up to the broker's suspend
+    /// time, and its own timeout is longer still, so a connection that went dead without a
+    /// FIN (a firewall that dropped its state, a black-holed route) would stall its queues
+    /// until every pull on it timed out. A quick request shows the difference sooner.
+    pub(crate) fn due_probes(
+        &mut self,
+        now: Instant,
+        quiet: Duration,
+        busy: impl Fn(ConnId) -> bool,
+    ) -> Vec<String> {
+        self.by_addr
+            .iter_mut()
+            .filter(|(_, e)| matches!(e.state, State::Connected) && !e.probing && busy(e.id))
+            .filter(|(_, e)| now.saturating_duration_since(e.heard) >= quiet)
+            .map(|(addr, e)| {
+                e.probing = true;
+                addr.clone()
+            })
+            .collect()
+    }
+
+    /// Whether a liveness probe is out on connection `id`, unanswered.
+    pub(crate) fn is_probing(&self, id: ConnId) -> bool {
+        self.entry(id).is_some_and(|e| e.probing)
     }
 
     /// A request on connection `id` timed out: returns how many have in a row.

@@ -26,6 +26,8 @@ pub(crate) enum Timer {
     Request(u64, i32),
     /// A connection still opening by then has failed.
     Connect(ConnId),
+    /// Probe the connections that have been quiet too long with requests in flight.
+    Probe,
     /// Redeliver messages whose reconsume delay has passed.
     Redeliver,
     /// A rate limit lets held-back messages go again.

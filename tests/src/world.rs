@@ -55,7 +55,7 @@ pub struct WorldConfig {
     /// The consumers' `max_reconsume_times`.
     pub max_reconsume_times: Option<i32>,
     /// Inject faults (connection drops, broker restart, member churn, OFFSET_MOVED,
-    /// SYSTEM_BUSY).
+    /// SYSTEM_BUSY, black-holed connections).
     pub faults: bool,
     /// Adjusts each consumer's configuration.
     pub consumer_config: fn(ConsumerConfig) -> ConsumerConfig,
@@ -600,6 +600,13 @@ impl World {
             return;
         }
         match self.rng.below(9) {
+            0 if self.rng.chance(1, 2) => {
+                // Every connection to the broker goes dead without a FIN, as behind a firewall
+                // that lost its state: nothing arrives either way, nothing closes; the
+                // consumers' liveness probes must find out and reconnect.
+                self.note(format!("fault: black-hole the connections to {broker}"));
+                self.cluster.black_hole_connections(&broker);
+            }
             0 => {
                 // Drop a random connection, as a network failure would.
                 let keys: Vec<ConnKey> = self.conn_owner.keys().copied().collect();

@@ -114,6 +114,18 @@ impl Consumer {
         self.heartbeat_to(now, addrs);
     }
 
+    /// Heartbeats on the connections that have requests in flight and heard nothing for
+    /// `probe_after` (see [`crate::conn::Connections::due_probes`]).
+    pub(super) fn probe_quiet_connections(&mut self, now: Instant) {
+        let requests = &self.requests;
+        let quiet = self.conns.due_probes(now, self.config.probe_after, |conn| {
+            requests.any(|p| p.conn == conn)
+        });
+        if !quiet.is_empty() {
+            self.heartbeat_to(now, quiet);
+        }
+    }
+
     pub(super) fn heartbeat_to(&mut self, now: Instant, addrs: impl IntoIterator<Item = String>) {
         if self.lifecycle != Lifecycle::Running {
             return;

@@ -244,6 +244,9 @@ impl Consumer {
         consumer
             .timers
             .set(now + consumer.config.heartbeat_interval, Timer::Heartbeat);
+        consumer
+            .timers
+            .set(now + consumer.config.probe_after / 2, Timer::Probe);
         consumer.timers.set(
             now + consumer.config.persist_interval,
             Timer::PersistOffsets,
@@ -343,7 +346,7 @@ impl Consumer {
 
     /// The connection `conn` opened.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        for command in self.conns.connected(conn) {
+        for command in self.conns.connected(now, conn) {
             self.outputs.push_back(Output::Send { conn, command });
         }
         // Brokers know group members by connection: a new connection to a broker (after a lost
@@ -376,7 +379,7 @@ impl Consumer {
         if command.is_response() {
             match self.requests.answered(conn, command.opaque) {
                 Some(pending) => {
-                    self.conns.answered(conn);
+                    self.conns.answered(now, conn);
                     // Answered: its deadline timer would only be dead weight in the queue.
                     self.timers
                         .remove(pending.deadline, Timer::Request(conn.0, command.opaque));
@@ -643,8 +646,13 @@ impl Consumer {
             Timer::Request(_, opaque) => {
                 if let Some(pending) = self.requests.expired(opaque, now) {
                     let conn = pending.conn;
+                    // An unanswered probe is the connection's end: it heard nothing for
+                    // `probe_after` and then not even a heartbeat answer.
+                    let probe_lost = matches!(pending.kind, PendingKind::Heartbeat)
+                        && self.conns.is_probing(conn);
                     self.answer(now, pending, Err(FailureReason::Timeout));
-                    if self.conns.timed_out(conn) >= self.config.close_after_timeouts {
+                    if self.conns.timed_out(conn) >= self.config.close_after_timeouts || probe_lost
+                    {
                         self.drop_connection(now, conn);
                     }
                 }
@@ -653,6 +661,11 @@ impl Consumer {
                 if self.conns.is_opening(conn) {
                     self.drop_connection(now, conn);
                 }
+            }
+            Timer::Probe => {
+                self.probe_quiet_connections(now);
+                self.timers
+                    .reset(now + self.config.probe_after / 2, Timer::Probe);
             }
             Timer::LockRenew => {
                 self.renew_leases(now);

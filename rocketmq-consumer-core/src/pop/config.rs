@@ -73,6 +73,9 @@ pub struct PopConfig {
     pub request_timeout: Duration,
     /// A connection still opening after this has failed.
     pub connect_timeout: Duration,
+    /// Requests in a row that time out on one connection, with no answer between them, before
+    /// it is closed and opened again (3), as the push consumer's `close_after_timeouts`.
+    pub close_after_timeouts: u32,
     /// After a lost connection, the address is not tried again for this long.
     pub reconnect_backoff: Duration,
     /// Route refresh period (Java `pollNameServerInterval`, 30 s).
@@ -116,6 +119,7 @@ impl PopConfig {
             pop_share_queue_num: 0,
             request_timeout: secs(3),
             connect_timeout: secs(3),
+            close_after_timeouts: 3,
             reconnect_backoff: secs(1),
             route_refresh_interval: secs(30),
             heartbeat_interval: secs(30),
@@ -157,6 +161,9 @@ impl PopConfig {
         }
         if self.max_reconsume_times < 0 {
             return fail("max_reconsume_times must not be negative");
+        }
+        if self.close_after_timeouts == 0 {
+            return fail("close_after_timeouts must be positive");
         }
         Ok(())
     }

@@ -284,7 +284,7 @@ impl PopConsumer {
 
     /// The connection `conn` opened.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        for command in self.conns.connected(conn) {
+        for command in self.conns.connected(now, conn) {
             self.outputs.push_back(PopOutput::Send { conn, command });
         }
         // Brokers know members by connection: heartbeat on a new one at once, so pops and
@@ -314,7 +314,7 @@ impl PopConsumer {
         }
         if command.is_response() {
             if let Some(pending) = self.pending.remove(&(conn, command.opaque)) {
-                self.conns.answered(conn);
+                self.conns.answered(now, conn);
                 self.timers
                     .remove(pending.deadline, PopTimer::Request(conn.0, command.opaque));
                 self.answer(now, pending, Ok(command));
@@ -564,8 +564,14 @@ impl PopConsumer {
             PopTimer::Request(conn, opaque) => {
                 let conn = ConnId(conn);
                 if let Some(pending) = self.pending.remove(&(conn, opaque)) {
-                    self.conns.timed_out(conn);
+                    let timeouts = self.conns.timed_out(conn);
                     self.answer(now, pending, Err(FailureReason::Timeout));
+                    // A peer that keeps the socket open but stopped answering is not waited
+                    // on for ever: the connection is replaced, its requests fail at once.
+                    if timeouts >= self.config.close_after_timeouts {
+                        self.outputs.push_back(PopOutput::Close { conn });
+                        self.connection_lost(now, conn);
+                    }
                 }
             }
             PopTimer::Connect(conn) => {

@@ -72,7 +72,7 @@ mod retry;
 mod rng;
 mod store;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
@@ -205,6 +205,9 @@ pub struct SimCluster {
     acl: Option<(String, String)>,
     /// Requests brokers refused for a missing or wrong signature.
     refused_unsigned: u64,
+    /// Connections that carry nothing either way any more, and never close (see
+    /// [`SimCluster::black_hole_connections`]).
+    black_holed: BTreeSet<ConnKey>,
 }
 
 impl SimCluster {
@@ -237,6 +240,7 @@ impl SimCluster {
             client_responses: Vec::new(),
             acl: None,
             refused_unsigned: 0,
+            black_holed: BTreeSet::new(),
             config,
         }
     }
@@ -389,6 +393,9 @@ impl SimCluster {
             }
             return;
         }
+        if self.black_holed.contains(&conn) {
+            return;
+        }
         match self.conns.get(&conn).cloned() {
             None => {}
             Some(Endpoint::NameServer) => {
@@ -430,7 +437,7 @@ impl SimCluster {
             let silent = match self.conns.get(&conn) {
                 Some(Endpoint::Broker(name)) => self.is_broker_silent(name),
                 _ => false,
-            };
+            } || self.black_holed.contains(&conn);
             if !silent {
                 return Some((conn, command));
             }
@@ -480,6 +487,27 @@ impl SimCluster {
     /// When there is no such broker.
     pub fn set_broker_silent(&mut self, broker: &str, silent: bool) {
         self.broker_mut(broker).silent = silent;
+    }
+
+    /// Black-holes every connection open to `broker` now, as a firewall that lost its state
+    /// does: they stay open and carry nothing either way, for ever (requests and answers on
+    /// them are lost, held pulls never come back); connections opened later work.
+    ///
+    /// # Panics
+    ///
+    /// When there is no such broker.
+    pub fn black_hole_connections(&mut self, broker: &str) {
+        let open: Vec<ConnKey> = self
+            .conns
+            .iter()
+            .filter(|(_, endpoint)| matches!(endpoint, Endpoint::Broker(name) if name == broker))
+            .map(|(conn, _)| *conn)
+            .collect();
+        assert!(
+            self.brokers.contains_key(broker),
+            "black_hole_connections: no broker {broker}"
+        );
+        self.black_holed.extend(open);
     }
 
     /// Whether `broker` is hung.

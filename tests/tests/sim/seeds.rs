@@ -1,6 +1,6 @@
 //! The consumer against the simulated cluster over many seeded fault schedules (connection
-//! drops, broker restarts, members joining and leaving, slow handlers, reconsume-later,
-//! OFFSET_MOVED, SYSTEM_BUSY, admin offset resets), seeds rotating through concurrent,
+//! drops, black-holed connections, broker restarts, members joining and leaving, slow handlers,
+//! reconsume-later, OFFSET_MOVED, SYSTEM_BUSY, admin offset resets), seeds rotating through concurrent,
 //! dead-letter, orderly and broadcasting runs ([`WorldConfig::rotating`]): no message is lost
 //! (each is consumed or dead-lettered after exactly `max_reconsume_times + 1` deliveries),
 //! caches stay bounded, no committed offset passes an unconsumed message, orderly deliveries
