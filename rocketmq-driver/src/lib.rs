@@ -54,6 +54,7 @@ mod push;
 mod runtime;
 mod setup;
 mod simple;
+pub mod socket;
 #[cfg(feature = "tls")]
 mod tls;
 mod trace_dispatch;

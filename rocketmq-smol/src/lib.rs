@@ -137,7 +137,7 @@ impl Runtime for SmolRuntime {
     fn connect(&self, addr: String) -> BoxFuture<io::Result<TcpStream>> {
         Box::pin(async move {
             let socket = TcpStream::connect(addr.as_str()).await?;
-            socket.set_nodelay(true)?;
+            driver::socket::configure_tcp(&socket)?;
             Ok(socket)
         })
     }

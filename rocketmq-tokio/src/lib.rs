@@ -136,7 +136,7 @@ impl Runtime for TokioRuntime {
     fn connect(&self, addr: String) -> BoxFuture<io::Result<Self::Stream>> {
         Box::pin(async move {
             let stream = TcpStream::connect(addr).await?;
-            stream.set_nodelay(true)?;
+            driver::socket::configure_tcp(&stream)?;
             Ok(stream.compat())
         })
     }
