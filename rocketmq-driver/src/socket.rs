@@ -62,7 +62,10 @@ mod tests {
         assert!(socket.keepalive().expect("read SO_KEEPALIVE"));
         #[cfg(target_os = "linux")]
         {
-            assert_eq!(socket.tcp_keepalive_time().expect("TCP_KEEPIDLE"), KEEPALIVE_IDLE);
+            assert_eq!(
+                socket.tcp_keepalive_time().expect("TCP_KEEPIDLE"),
+                KEEPALIVE_IDLE
+            );
             assert_eq!(
                 socket.tcp_keepalive_interval().expect("TCP_KEEPINTVL"),
                 KEEPALIVE_INTERVAL

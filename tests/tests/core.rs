@@ -3,6 +3,8 @@
 
 #[path = "core/access_denied_until_credentials_fixed.rs"]
 mod access_denied_until_credentials_fixed;
+#[path = "core/black_holed_connection_probed.rs"]
+mod black_holed_connection_probed;
 #[path = "core/broadcast_gives_up.rs"]
 mod broadcast_gives_up;
 #[path = "core/broadcast_local_offsets.rs"]
@@ -83,8 +85,6 @@ mod send_back_fallback;
 mod send_back_retry_topic;
 #[path = "core/shutdown_commits_offsets.rs"]
 mod shutdown_commits_offsets;
-#[path = "core/black_holed_connection_probed.rs"]
-mod black_holed_connection_probed;
 #[path = "core/silent_broker_connection_replaced.rs"]
 mod silent_broker_connection_replaced;
 #[path = "core/sql92_subscription_rejected.rs"]

@@ -43,6 +43,14 @@ impl Consumer {
             },
             PendingKind::Heartbeat => match answer.and_then(success) {
                 Ok(_) => {
+                    // The broker knows the group now: pull what it refused before.
+                    let (ready, waiting) = std::mem::take(&mut self.awaiting_heartbeat)
+                        .into_iter()
+                        .partition(|(at, ..)| *at == addr);
+                    self.awaiting_heartbeat = waiting;
+                    for (_, key, epoch) in ready {
+                        self.timers.set(now, Timer::Pull(key, epoch));
+                    }
                     if self.rebalance_after_heartbeat {
                         self.rebalance_after_heartbeat = false;
                         self.rebalance(now);

@@ -88,6 +88,10 @@ pub struct Consumer {
     /// Deliveries handed to the handler and not completed.
     deliveries: Deliveries,
     rebalance_after_heartbeat: bool,
+    /// Queues whose pull a broker refused for not knowing the group yet (a new connection
+    /// whose heartbeat it had not handled), by broker address: pulled again as soon as the
+    /// heartbeat there is answered, not after `pull_backoff`.
+    awaiting_heartbeat: Vec<(String, QueueKey, Epoch)>,
     outputs: VecDeque<Output>,
     /// Broadcasting's local offset table.
     local_offsets: LocalOffsets,
@@ -198,6 +202,7 @@ impl Consumer {
             queues: QueueTable::default(),
             deliveries: Deliveries::default(),
             rebalance_after_heartbeat: true,
+            awaiting_heartbeat: Vec::new(),
             outputs: VecDeque::new(),
             local_offsets: LocalOffsets::default(),
             assigned: BTreeMap::new(),
@@ -346,21 +351,22 @@ impl Consumer {
 
     /// The connection `conn` opened.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        for command in self.conns.connected(now, conn) {
-            self.outputs.push_back(Output::Send { conn, command });
-        }
+        let queued = self.conns.connected(now, conn);
         // Brokers know group members by connection: a new connection to a broker (after a lost
         // one, or a broker restart) is no member until it heartbeats, and until then pulls are
-        // refused and the group looks empty to a rebalance. Heartbeat on it at once, unless a
-        // heartbeat already waits in its queue.
+        // refused and the group looks empty to a rebalance. Heartbeat on it at once, ahead of
+        // what was queued for it, unless a heartbeat already waits in that queue.
         if let Some(addr) = self.conns.addr(conn).map(str::to_owned) {
             let broker = self.cluster.is_broker(&addr);
-            let queued = self
+            let has_heartbeat = self
                 .requests
                 .any(|p| p.conn == conn && matches!(p.kind, PendingKind::Heartbeat));
-            if broker && !queued {
+            if broker && !has_heartbeat {
                 self.heartbeat_to(now, [addr]);
             }
+        }
+        for command in queued {
+            self.outputs.push_back(Output::Send { conn, command });
         }
         self.after_input(now);
     }

@@ -290,6 +290,9 @@ impl Consumer {
                     ResponseCode::SUBSCRIPTION_NOT_EXIST | ResponseCode::SUBSCRIPTION_NOT_LATEST
                 ) {
                     self.heartbeat(now);
+                    if code == ResponseCode::SUBSCRIPTION_NOT_EXIST {
+                        self.awaiting_heartbeat.push((addr.to_owned(), key, epoch));
+                    }
                 }
                 self.failed(addr, "PULL_MESSAGE", FailureReason::Refused(code, remark));
                 self.timers
