@@ -68,6 +68,7 @@ const CONSUME_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A fault schedule.
 #[derive(Clone, Copy, Debug)]
+#[allow(dead_code, reason = "smol's binary runs the liveness schedules only")]
 pub(crate) enum Schedule {
     /// Every connection to the broker and the name server reset, every 2 s, five times.
     Resets,
@@ -191,6 +192,10 @@ fn produce(topic: &Topic) -> BTreeMap<String, Instant> {
 
 /// Consumes a steady stream through the proxies while `schedule` runs, on runtime `R`:
 /// everything is consumed, and each fault's recovery is within the schedule's bound.
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the lock serializes whole scenarios, each on its own test thread and runtime"
+)]
 pub(crate) async fn consumes_everything_through<R: Runtime>(prefix: &str, schedule: Schedule) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
     let topic = Topic::create(prefix, 4);
