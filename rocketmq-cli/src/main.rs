@@ -148,7 +148,7 @@ enum Cmd {
         #[arg(long, default_value = "tokio")]
         runtime: consume::RuntimeKind,
         /// Broadcasting: every consumer gets every message; offsets in a local file
-        /// (`~/.rocketmq_offsets/<group>/offsets.json`).
+        /// (`~/.rocketmq_offsets/<ip>@DEFAULT/<group>/offsets.json`, Java's path).
         #[arg(long)]
         broadcast: bool,
         /// Orderly: one delivery per queue at a time, in order, under the queue's lock.

@@ -18,7 +18,8 @@
 //!   in orderly mode it also hands out one delivery per queue at a time, under the queue's
 //!   broker lock, so per-queue order needs nothing more here;
 //! - broadcasting's `Output::StoreOffsets` replaces the group's local offset file
-//!   (`<offset_dir>/<group>/offsets.json`, Java's format) atomically;
+//!   (`<offset_dir>/<ip>@<instance>/<group>/offsets.json`, Java's path and format, locked
+//!   while the consumer runs) atomically;
 //! - poll mode (the [`LitePullConsumer`]) has no handler: the application's stream takes
 //!   messages from the core only when it is read, and its seeks, pauses and commits reach the
 //!   core through the same input channel.

@@ -153,9 +153,11 @@ impl<R: Runtime> PushConsumerBuilder<R> {
 
         /// Every member of the group gets every message (Java's `BROADCASTING`), instead of each
         /// message going to one member. Each member keeps its offsets in a local file,
-        /// `<offset_dir>/<group>/offsets.json` (Java's format), read when the consumer is built
-        /// and replaced atomically every `persist_interval` (5 s) and at shutdown; a member
-        /// restarted with the same directory resumes where it stopped. Failed messages are not
+        /// `<offset_dir>/<ip>@<instance>/<group>/offsets.json` (Java's path and format; the
+        /// instance is `DEFAULT` unless [`Self::instance_name`] sets one), read when the consumer
+        /// is built and replaced atomically every `persist_interval` (5 s) and at shutdown; a
+        /// member restarted with the same directory resumes where it stopped. The file is
+        /// locked while the consumer runs: a second live consumer of it fails `build`. Failed messages are not
         /// sent back: they are delivered again locally until `max_reconsume_times`, then dropped.
         broadcasting;
 

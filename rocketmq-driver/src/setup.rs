@@ -166,20 +166,6 @@ impl Setup {
     /// Reads the broadcasting offset file and picks the client id. What the core refuses is
     /// found by [`Checked::consumer`].
     pub(crate) fn check(self) -> Result<Checked, ConfigError> {
-        let offset_file = match self.config.message_model {
-            MessageModel::Broadcasting => {
-                let dir = self
-                    .offset_dir
-                    .clone()
-                    .unwrap_or_else(offset_file::default_dir);
-                Some(OffsetFile::new(&dir, &self.config.group)?)
-            }
-            _ => None,
-        };
-        let stored = match &offset_file {
-            Some(file) => file.load()?,
-            None => Vec::new(),
-        };
         let since_epoch = since_epoch();
         let ip = self.client_ip.clone().unwrap_or_else(|| {
             self.config
@@ -198,6 +184,27 @@ impl Setup {
             None => {
                 consumer_core::default_instance_name(std::process::id(), since_epoch.as_nanos())
             }
+        };
+        let offset_file = match self.config.message_model {
+            MessageModel::Broadcasting => {
+                let dir = self
+                    .offset_dir
+                    .clone()
+                    .unwrap_or_else(offset_file::default_dir);
+                // Java's key: the client id with the instance name a broadcasting Java
+                // consumer keeps (see `offset_file`).
+                let file_instance = self
+                    .instance_name
+                    .as_deref()
+                    .unwrap_or(offset_file::DEFAULT_INSTANCE);
+                let client = consumer_core::client_id(&ip, file_instance);
+                Some(OffsetFile::open(&dir, &client, &self.config.group)?)
+            }
+            _ => None,
+        };
+        let stored = match &offset_file {
+            Some(file) => file.load()?,
+            None => Vec::new(),
         };
         #[cfg(feature = "tls")]
         let tls = self.tls.as_ref().map(crate::Tls::connector).transpose()?;

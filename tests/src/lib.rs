@@ -214,3 +214,27 @@ pub fn heartbeat(
 }
 pub mod scenario;
 pub mod world;
+
+/// The broadcasting offset file of `group` under `dir`, where a consumer without an instance
+/// name keeps it: `<dir>/<ip>@DEFAULT/<group>/offsets.json`, with the one client directory
+/// there (the ip is the consumer's, found by listing). Panics (failing the test) when there is
+/// not exactly one.
+pub fn broadcast_offset_file(dir: &std::path::Path, group: &str) -> std::path::PathBuf {
+    let clients: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list the offset directory {}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.ends_with("@DEFAULT"))
+        })
+        .collect();
+    match clients.as_slice() {
+        [client] => client.join(group).join("offsets.json"),
+        _ => panic!(
+            "expected one <ip>@DEFAULT directory under {}, found {clients:?}",
+            dir.display()
+        ),
+    }
+}

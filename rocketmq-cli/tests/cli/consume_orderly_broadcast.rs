@@ -48,10 +48,20 @@ fn orderly_broadcast_consumes_in_order_and_resumes_from_the_local_file() {
         );
         assert_eq!(m["broker_name"], "broker-a", "{m}");
     }
-    let file = home
-        .join(".rocketmq_offsets")
-        .join(&group)
-        .join("offsets.json");
+    // `<ip>@DEFAULT/<group>/offsets.json`: Java's key, with the instance name a broadcasting
+    // consumer keeps.
+    let offsets = home.join(".rocketmq_offsets");
+    let clients: Vec<_> = std::fs::read_dir(&offsets)
+        .unwrap_or_else(|e| panic!("the offset directory {} exists: {e}", offsets.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    assert_eq!(clients.len(), 1, "one client directory: {clients:?}");
+    assert!(
+        clients[0].to_string_lossy().ends_with("@DEFAULT"),
+        "keyed as Java keys it: {clients:?}"
+    );
+    let file = clients[0].join(&group).join("offsets.json");
     let stored = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("the offset file {} was written: {e}", file.display()));
     assert!(stored.contains(&topic), "{stored}");

@@ -1,8 +1,10 @@
 //! Broadcasting against the real broker: two members of one group, each with its own offset
 //! directory, each receive every message; one shuts down (its offsets land in
-//! `<dir>/<group>/offsets.json`, covering everything it consumed) while the other keeps
-//! receiving; restarted with the same directory, and though configured to start from the first
-//! offset, it receives exactly the messages sent while it was away, none of the earlier ones.
+//! `<dir>/<ip>@DEFAULT/<group>/offsets.json`, Java's path, covering everything it consumed)
+//! while the other keeps receiving, and a third consumer pointed at that other's file is refused
+//! at `build` (the file is locked); restarted with the same directory, and though configured to
+//! start from the first offset, the first receives exactly the messages sent while it was away,
+//! none of the earlier ones.
 
 use std::path::{Path, PathBuf};
 
@@ -67,7 +69,7 @@ pub(crate) async fn every_member_gets_everything_and_resumes_from_its_file<R: Ru
         first_count,
         "member a's final offsets cover what it consumed: {report:?}"
     );
-    let file = dir_a.join(&group).join("offsets.json");
+    let file = rocketmq_tests::broadcast_offset_file(&dir_a, &group);
     let stored = std::fs::read(&file)
         .unwrap_or_else(|e| panic!("member a's offset file {}: {e}", file.display()));
     let table = OffsetTable::decode(&stored).expect("the offset file decodes");
@@ -80,6 +82,20 @@ pub(crate) async fn every_member_gets_everything_and_resumes_from_its_file<R: Ru
 
     let away = topic.send("away", AWAY, None);
     b.exactly::<R>(&away, "member b while a is away").await;
+    // A second live member on b's file would replace its table: it does not start.
+    let second = builder::<R>(&topic, &group, "*", ConsumeFrom::First)
+        .broadcasting()
+        .offset_dir(&dir_b)
+        .build();
+    let Err(error) = second else {
+        panic!("a second consumer of member b's offset file started");
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("in use by another live consumer"),
+        "the refusal says why: {error}"
+    );
     let mut restarted = member::<R>(&topic, &group, &dir_a);
     restarted
         .exactly::<R>(&away, "member a after its restart")

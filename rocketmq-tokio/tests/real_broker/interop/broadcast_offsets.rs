@@ -1,8 +1,8 @@
 //! Broadcasting offsets kept in Java's local file: a Java broadcasting consumer consumes a first
-//! batch and writes `<dir>/<clientId>/<group>/offsets.json` (`LocalFileOffsetStore`); ours,
-//! pointed at `<dir>/<clientId>` (it keeps `<offset_dir>/<group>/offsets.json`), resumes there and
-//! gets only the second batch; Java, started again, reads the file ours replaced and gets only the
-//! third.
+//! batch and writes `<dir>/<clientId>/<group>/offsets.json` (`LocalFileOffsetStore`); ours, with
+//! the same offset directory, instance name and client address, finds that file by the same key
+//! (`<dir>/<ip>@<instance>/<group>/offsets.json`), resumes there and gets only the second batch;
+//! Java, started again, reads the file ours replaced and gets only the third.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -58,19 +58,25 @@ fn broadcasting_offsets_pass_between_java_and_ours() {
         let (got, file) = java_run(&topic, &group, &dir, BATCH);
         assert_eq!(got, first, "Java's first run");
         assert!(file.exists(), "Java wrote {}", file.display());
-        // <dir>/<clientId>/<group>/offsets.json: ours keeps <offset_dir>/<group>/offsets.json.
-        let client_dir = file
+        // <dir>/<ip>@bc-java/<group>/offsets.json: Java's client address, for ours to use too.
+        let client = file
             .parent()
             .and_then(Path::parent)
-            .expect("the file is under <dir>/<clientId>/<group>")
-            .to_path_buf();
+            .and_then(Path::file_name)
+            .and_then(|name| name.to_str())
+            .expect("the file is under <dir>/<clientId>/<group>");
+        let ip = client
+            .strip_suffix("@bc-java")
+            .unwrap_or_else(|| panic!("Java's client id {client} is <ip>@bc-java"));
 
         let second = topic.send("second", BATCH, None);
         let mut ours = start_built(
             &topic,
             builder::<TokioRuntime>(&topic, &group, "*", ConsumeFrom::First)
                 .broadcasting()
-                .offset_dir(client_dir.clone()),
+                .offset_dir(dir.clone())
+                .instance_name("bc-java")
+                .client_ip(ip),
         );
         ours.exactly::<TokioRuntime>(&second, "ours resumes from Java's offsets")
             .await;
