@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -54,6 +54,8 @@ struct Conn {
     writes: mpsc::UnboundedSender<Bytes>,
     pending: Mutex<Pending>,
     connected: AtomicBool,
+    /// Calls on it that timed out since it last answered one.
+    timeouts: AtomicU32,
     abort: AbortHandle,
 }
 
@@ -77,13 +79,17 @@ pub(crate) struct Clients<R: Runtime> {
     conns: ConnTable,
     next_opaque: AtomicI32,
     next_conn: AtomicU64,
+    /// The core's rule (`ProducerConfig::close_after_timeouts`): calls in a row that time out
+    /// on one connection before it is closed.
+    close_after_timeouts: u32,
 }
 
 impl<R: Runtime> Clients<R> {
-    pub(crate) fn new(runtime: R, tls: Option<Connector>) -> Self {
+    pub(crate) fn new(runtime: R, tls: Option<Connector>, close_after_timeouts: u32) -> Self {
         Self {
             runtime,
             tls,
+            close_after_timeouts,
             conns: Arc::default(),
             // Java starts at 0 as well; any value works as long as it is unique per connection.
             next_opaque: AtomicI32::new(1),
@@ -124,10 +130,15 @@ impl<R: Runtime> Clients<R> {
             )),
             Either::Right(((), _)) => {
                 lock(&conn.pending).waiting.remove(&request.opaque);
+                let timeouts = conn.timeouts.fetch_add(1, Ordering::AcqRel) + 1;
                 if !conn.connected.load(Ordering::Acquire) {
                     // Still opening after a whole send timeout: the address does not answer.
                     // Drop it so the next call tries afresh rather than queueing behind it.
                     self.drop_conn(addr, &conn, "connect timed out");
+                } else if timeouts >= self.close_after_timeouts {
+                    // Open but silent (a hung broker, a connection dead without a FIN): the
+                    // next call gets a new connection instead of timing out on this one.
+                    self.drop_conn(addr, &conn, "requests in a row timed out");
                 }
                 Err(CallError::Timeout)
             }
@@ -162,6 +173,7 @@ impl<R: Runtime> Clients<R> {
             writes,
             pending: Mutex::default(),
             connected: AtomicBool::new(false),
+            timeouts: AtomicU32::new(0),
             abort,
         });
         conns.insert(addr.to_owned(), Arc::clone(&conn));
@@ -214,6 +226,7 @@ async fn run_conn<R: Runtime>(
             // answers nobody waits for any more (timed out) are dropped.
             let ended = connection::run(stream, queued, |command| {
                 if command.is_response() {
+                    conn.timeouts.store(0, Ordering::Release);
                     let waiter = lock(&conn.pending).waiting.remove(&command.opaque);
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(command);

@@ -442,7 +442,7 @@ impl<R: Runtime> ProducerBuilder<R> {
         );
         Ok(Producer {
             inner: Arc::new(Inner {
-                clients: Clients::new(runtime.clone(), tls),
+                clients: Clients::new(runtime.clone(), tls, self.config.close_after_timeouts),
                 runtime,
                 state: Mutex::new(State {
                     routes: Routes::new(self.config.route_ttl),

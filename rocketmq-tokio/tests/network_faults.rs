@@ -54,3 +54,12 @@ fn tokio_consumes_on_while_the_name_server_is_unreachable() {
         Schedule::NameServerDown,
     ));
 }
+
+#[test]
+fn tokio_producer_replaces_a_dead_connection() {
+    support::block_on(
+        scenario::network_faults::producer_replaces_a_dead_connection::<TokioRuntime>(
+            "tokio-producer-black-hole",
+        ),
+    );
+}

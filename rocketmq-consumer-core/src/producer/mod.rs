@@ -71,6 +71,11 @@ pub struct ProducerConfig {
     pub route_ttl: Duration,
     /// The largest body (sum of bodies for a batch) sent (`maxMessageSize`, 4 MiB).
     pub max_message_size: usize,
+    /// Calls in a row that time out on one connection, with no answer between them, before it
+    /// is closed and the next call opens a new one (3), as the consumer's
+    /// `close_after_timeouts`: a broker that keeps the socket open but stopped answering (a
+    /// hung process, a connection dead without a FIN) is not waited on for ever.
+    pub close_after_timeouts: u32,
     /// Credentials for a cluster with ACL: every route lookup and send is signed with them
     /// (`None`, the default: nothing is signed).
     pub credentials: Option<proto::acl::Credentials>,
@@ -91,6 +96,7 @@ impl ProducerConfig {
             retries: 2,
             route_ttl: Duration::from_secs(30),
             max_message_size: 4 * 1024 * 1024,
+            close_after_timeouts: 3,
             credentials: None,
             signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
             namespace: None,
@@ -111,6 +117,9 @@ impl ProducerConfig {
         }
         if self.max_message_size == 0 {
             return fail("the maximum message size must be positive");
+        }
+        if self.close_after_timeouts == 0 {
+            return fail("close_after_timeouts must be positive");
         }
         if let Some(namespace) = &self.namespace {
             crate::namespace::Namespace::new(namespace.as_str())?;

@@ -325,3 +325,72 @@ pub(crate) async fn consumes_everything_through<R: Runtime>(prefix: &str, schedu
         .unwrap_or_else(PoisonError::into_inner)
         .remove(&broker_addr);
 }
+
+/// A producer whose broker connection dies without a FIN (through the proxy, black-holed) does
+/// not time out on it for ever: after `close_after_timeouts` (3) sends in a row time out on it,
+/// the connection is dropped and the next send opens a new one, which works. Without the rule
+/// every send would time out on the dead connection.
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the lock serializes whole scenarios, each on its own test thread and runtime"
+)]
+pub(crate) async fn producer_replaces_a_dead_connection<R: Runtime>(prefix: &str) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let topic = Topic::create(prefix, 4);
+    let broker = FaultProxy::start(topic.broker());
+    let namesrv = FaultProxy::start(&topic.namesrv);
+    REDIRECTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(topic.broker().to_owned(), broker.addr().to_owned());
+    let producer = driver::Producer::<Proxied<R>>::builder(unique("faults-producer"))
+        .name_server(namesrv.addr())
+        .build()
+        .expect("the producer's configuration is valid");
+    producer
+        .send(&topic.name, "before")
+        .await
+        .expect("a send before the fault");
+    assert_eq!(broker.accepted(), 1, "one connection to the broker");
+
+    assert_eq!(broker.black_hole(), 1, "the producer's connection dies");
+    let holed = Instant::now();
+    let mut failed = 0;
+    let mut sent_after = None;
+    for i in 0..6 {
+        match producer.send(&topic.name, format!("after/{i}")).await {
+            Ok(_) => {
+                sent_after = Some(holed.elapsed());
+                break;
+            }
+            Err(e) => {
+                eprintln!("send {i} after the black hole: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let sent_after = sent_after.unwrap_or_else(|| {
+        panic!(
+            "no send worked after the black hole ({failed} failed, {} connections)",
+            broker.accepted()
+        )
+    });
+    eprintln!(
+        "producer: a send worked {sent_after:?} after the black hole, after {failed} timed out; \
+         {} connections to the broker proxy",
+        broker.accepted()
+    );
+    assert!(
+        failed <= 3,
+        "at most close_after_timeouts sends time out on the dead connection: {failed}"
+    );
+    assert_eq!(
+        broker.accepted(),
+        2,
+        "one new connection replaced the dead one"
+    );
+    REDIRECTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(topic.broker());
+}
