@@ -1,7 +1,7 @@
 //! Network faults between a smol consumer and the real local cluster, through the fault
 //! proxy; the scenario is `rocketmq-driver/tests/support/network_faults.rs`. The liveness
 //! schedules (a connection that dies without a FIN, a stall longer than the request timeout)
-//! run here too; tokio's binary runs every schedule.
+//! run here too, and the producer's dead connection; tokio's binary runs every schedule.
 
 /// The scenario and the helpers it uses, from `rocketmq-driver/tests/support/`.
 #[path = "../../rocketmq-driver/tests/support"]
@@ -27,4 +27,13 @@ fn smol_consumes_everything_through_a_stall() {
         "smol-stall",
         Schedule::Stall,
     ));
+}
+
+#[test]
+fn smol_producer_replaces_a_dead_connection() {
+    smol::block_on(
+        scenario::network_faults::producer_replaces_a_dead_connection::<SmolRuntime>(
+            "smol-producer-black-hole",
+        ),
+    );
 }
