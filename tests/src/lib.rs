@@ -8,6 +8,7 @@ use proto::body::TopicRouteData;
 use proto::headers::{CreateTopicRequest, GetRouteInfoRequest};
 use proto::{Command, RequestCode, ResponseCode};
 use rmq_cli::blocking::BlockingClient;
+pub mod hostile;
 pub mod sim;
 
 /// Timeout of one request in these tests.
