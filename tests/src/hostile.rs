@@ -264,6 +264,59 @@ pub fn closed_port() -> String {
     addr.to_string()
 }
 
+/// The warnings and errors the process logs through `tracing`, captured from the first call
+/// of [`capture_logs`] on (a global subscriber, so one per process: the hostile-peer test
+/// binaries have no other).
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<u8>>>);
+
+/// Captured log text kept at most; later lines are dropped, so a chatty failure cannot grow
+/// the memory the scenarios measure.
+const LOG_CAP: usize = 1024 * 1024;
+
+impl Logs {
+    /// The captured lines that contain every one of `words`.
+    pub fn lines_with(&self, words: &[&str]) -> Vec<String> {
+        let text = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&text)
+            .lines()
+            .filter(|line| words.iter().all(|w| line.contains(w)))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut text = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let room = LOG_CAP.saturating_sub(text.len());
+        text.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs (once) a global `tracing` subscriber that keeps every warning and error as text,
+/// and returns what it captured. Panics if another global subscriber was installed first.
+pub fn capture_logs() -> Logs {
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs::default();
+        let sink = logs.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+            .try_init()
+            .expect("no other global tracing subscriber in a hostile-peer test binary");
+        logs
+    })
+    .clone()
+}
+
 /// How often blocked threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 

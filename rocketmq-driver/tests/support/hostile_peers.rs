@@ -272,6 +272,30 @@ fn assert_seen_down(samples: &[ConsumerStats], addr: &str, what: &str) {
     );
 }
 
+/// Asserts that the driver logged, as a warning naming `addr`, that the peer sent something
+/// that is not a frame, with the decoder's reason (`expected`): the application's event only
+/// says `Disconnected`, so this line is what tells an operator the peer is not speaking the
+/// protocol.
+fn assert_bad_frame_logged(addr: &str, expected: &str, what: &str) {
+    let lines = hostile::capture_logs().lines_with(&[addr, "not a frame", expected]);
+    assert!(
+        !lines.is_empty(),
+        "{what}: no warning names {addr} with \"not a frame\" and {expected:?}; warnings \
+         about it: {:?}",
+        hostile::capture_logs().lines_with(&[addr])
+    );
+}
+
+/// The decoder's error text for each framing fault (`proto::FrameError`'s messages).
+fn frame_error_text(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Garbage => "bad JSON header",
+        Mode::HugeLength => "frame length -2147483648 is negative (a prefix of 2 GiB or more)",
+        Mode::HeaderBeyondFrame => "header length 16777215 exceeds",
+        other => panic!("{other:?} does not break the framing"),
+    }
+}
+
 /// Shuts `running` down, failing the test if that takes longer than [`SHUTDOWN_WITHIN`].
 async fn shutdown_within<R: Runtime>(running: RunningConsumer, what: &str) -> ShutdownReport {
     let runtime = R::default();
@@ -292,6 +316,7 @@ async fn shutdown_within<R: Runtime>(running: RunningConsumer, what: &str) -> Sh
 pub(crate) async fn broker_breaks_the_framing<R: Runtime>(mode: Mode) {
     let what = format!("broker {mode:?}");
     rss_baseline();
+    hostile::capture_logs();
     let topic = unique("hostile-topic");
     let broker = Peer::start(Role::Broker, mode);
     let namesrv = Peer::start(
@@ -315,6 +340,7 @@ pub(crate) async fn broker_breaks_the_framing<R: Runtime>(mode: Mode) {
         &what,
     );
     assert_seen_down(&samples, &broker.addr(), &what);
+    assert_bad_frame_logged(&broker.addr(), frame_error_text(mode), &what);
     let last = samples.last().expect("the window holds samples");
     for queue in &last.queues {
         assert!(
@@ -359,6 +385,7 @@ pub(crate) async fn broker_breaks_the_framing<R: Runtime>(mode: Mode) {
 pub(crate) async fn name_server_breaks_the_framing<R: Runtime>(mode: Mode) {
     let what = format!("name server {mode:?}");
     rss_baseline();
+    hostile::capture_logs();
     let topic = unique("hostile-topic");
     let broker = Peer::start(Role::Broker, Mode::Honest);
     let namesrv = Peer::start(
@@ -382,6 +409,7 @@ pub(crate) async fn name_server_breaks_the_framing<R: Runtime>(mode: Mode) {
         &what,
     );
     assert_seen_down(&samples, &namesrv.addr(), &what);
+    assert_bad_frame_logged(&namesrv.addr(), frame_error_text(mode), &what);
     assert_eq!(
         broker.connections().len(),
         0,
