@@ -63,8 +63,11 @@ pub enum Mode {
     /// pseudo-random junk where the JSON header should be. (Junk whose first four bytes read as
     /// a huge length is what [`Mode::HugeLength`] covers.)
     Garbage,
-    /// A length prefix of [`HUGE_LENGTH`] (2 GiB), then zero bytes as fast as the client takes
-    /// them, up to [`FILLER_CAP`] or until it stops reading.
+    /// A length prefix of about 2 GiB, then zero bytes as fast as the client takes them, up
+    /// to [`FILLER_CAP`] or until it stops reading. The prefix alternates by connection:
+    /// [`HUGE_LENGTH`] (2 GiB: negative as Java's `int`) on the first, third, …, and
+    /// `HUGE_LENGTH - 1` (the largest positive `int`, so above the frame limit rather than
+    /// below zero) on the others, so both of the decoder's checks are met.
     HugeLength,
     /// A 16-byte frame whose header-length word says 16 MiB − 1.
     HeaderBeyondFrame,
@@ -463,12 +466,14 @@ fn handle(stream: &mut TcpStream, conn: usize, shared: &Shared, request: &Comman
         Role::NameServer { .. } => RequestCode::GET_ROUTEINFO_BY_TOPIC,
         Role::Broker => RequestCode::PULL_MESSAGE,
     };
-    let answer = match &shared.role {
+    // The honest answer is made only when it is sent (or trickled): a broker's honest pull
+    // answer waits a second, which must not delay the hostile ones.
+    let honest = || match &shared.role {
         Role::NameServer { topic, broker } => name_server_answer(request, topic, broker),
         Role::Broker => broker_answer(request, shared),
     };
     if request.request_code() != trigger || shared.mode == Mode::Honest {
-        return match answer {
+        return match honest() {
             Some(answer) if !request.is_oneway() => write_frame(stream, &answer),
             _ => Next::Read,
         };
@@ -479,7 +484,7 @@ fn handle(stream: &mut TcpStream, conn: usize, shared: &Shared, request: &Comman
         Mode::Garbage => write_hostile(stream, &garbage()),
         Mode::HugeLength => huge_length(stream, conn, shared),
         Mode::HeaderBeyondFrame => write_hostile(stream, &header_beyond_frame()),
-        Mode::Trickle => match answer {
+        Mode::Trickle => match honest() {
             Some(answer) => trickle(stream, conn, shared, &answer),
             None => Next::Read,
         },
@@ -544,9 +549,14 @@ fn header_beyond_frame() -> Vec<u8> {
     bytes
 }
 
-/// [`Mode::HugeLength`]: the 2 GiB prefix, then filler until the client stops taking it.
+/// [`Mode::HugeLength`]: the prefix of about 2 GiB, then filler until the client stops taking it.
 fn huge_length(stream: &mut TcpStream, conn: usize, shared: &Shared) -> Next {
-    if stream.write_all(&HUGE_LENGTH.to_be_bytes()).is_err() {
+    let prefix = if conn.is_multiple_of(2) {
+        HUGE_LENGTH
+    } else {
+        HUGE_LENGTH - 1
+    };
+    if stream.write_all(&prefix.to_be_bytes()).is_err() {
         return Next::Closed;
     }
     let filler = vec![0u8; 64 * 1024];
@@ -783,6 +793,7 @@ mod tests {
             garbage(),
             header_beyond_frame(),
             HUGE_LENGTH.to_be_bytes().to_vec(),
+            (HUGE_LENGTH - 1).to_be_bytes().to_vec(),
         ] {
             let mut buf = BytesMut::from(&bytes[..]);
             assert!(
