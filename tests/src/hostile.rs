@@ -747,7 +747,7 @@ fn corrupt_batch(request: &Command, shared: &Shared) -> Command {
     let record = |offset: i64, body: &[u8]| StoredMessage {
         queue_id: header.queue_id,
         queue_offset: offset,
-        commit_log_offset: offset * 1000,
+        commit_log_offset: offset.saturating_mul(1000),
         born_host: SocketAddr::from(([127, 0, 0, 1], 40000)),
         store_host: SocketAddr::from(([127, 0, 0, 1], 10911)),
         body: bytes::Bytes::copy_from_slice(body),
@@ -774,7 +774,7 @@ fn corrupt_batch(request: &Command, shared: &Shared) -> Command {
         // Cut the record in its properties: TOTALSIZE promises bytes that never come.
         body.truncate(body.len() - 7);
     }
-    let next = bad_offset + 1;
+    let next = bad_offset.saturating_add(1);
     with_header(success(request), &pull_header(next, next)).with_body(body.freeze())
 }
 
