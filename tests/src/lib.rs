@@ -9,6 +9,7 @@ use proto::headers::{CreateTopicRequest, GetRouteInfoRequest};
 use proto::{Command, RequestCode, ResponseCode};
 use rmq_cli::blocking::BlockingClient;
 pub mod fault_proxy;
+pub mod hostile;
 pub mod sim;
 
 /// Timeout of one request in these tests.

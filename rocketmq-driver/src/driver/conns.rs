@@ -102,7 +102,19 @@ impl<R: Runtime> Conns<R> {
             runtime.spawn(Box::pin(Abortable::new(write, registration).map(drop)));
             let frames = connection::frames(reader).map(move |read| match read {
                 Ok(command) => (conn, ConnEvent::Frame(command)),
-                Err(_) => (conn, ConnEvent::Lost),
+                Err(ended) => {
+                    // The consumer only hears "lost" (its requests fail as Disconnected): a peer
+                    // that does not speak the protocol (a wrong port, a broken or hostile
+                    // server) is told apart from one that closed only here.
+                    if let connection::Ended::BadFrame(error) = &ended {
+                        tracing::warn!(
+                            peer = %peer,
+                            %error,
+                            "the peer sent something that is not a frame; dropping the connection"
+                        );
+                    }
+                    (conn, ConnEvent::Lost)
+                }
             });
             stream::iter([(conn, ConnEvent::Connected)])
                 .chain(frames)

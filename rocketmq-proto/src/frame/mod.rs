@@ -60,8 +60,10 @@ pub enum FrameError {
         /// The configured maximum.
         max: usize,
     },
-    /// The length prefix is negative or too small to hold the header-length word.
-    #[error("frame length {0} is too small (at least 4)")]
+    /// The length prefix is negative or too small to hold the header-length word. The prefix
+    /// is Java's `int` (`NettyDecoder`), so one of 2 GiB or more reads as negative: the message
+    /// says so, or a 2 GiB announcement would read as "too small".
+    #[error("frame length {0} is negative (a prefix of 2 GiB or more) or below 4")]
     BadLength(i32),
     /// The header length exceeds what the frame holds.
     #[error("header length {header} exceeds the {available} bytes left in the frame")]
