@@ -56,7 +56,16 @@ impl Consumer {
                         self.rebalance(now);
                     }
                 }
-                Err(reason) => self.failed(&addr, name, reason),
+                Err(reason) => {
+                    self.failed(&addr, name, reason);
+                    // No heartbeat has worked yet, so the first rebalance still waits for one:
+                    // try again after `rebalance_retry`, not a whole `heartbeat_interval` (or
+                    // the next periodic rebalance, 20 s) later.
+                    if self.rebalance_after_heartbeat {
+                        self.timers
+                            .reset_earlier(now + self.config.rebalance_retry, Timer::Heartbeat);
+                    }
+                }
             },
             PendingKind::ConsumerList(topic) => {
                 let list = answer.and_then(success).and_then(|r| {
