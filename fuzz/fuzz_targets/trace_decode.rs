@@ -1,23 +1,5 @@
-//! The message trace decoder never panics on any body, and what it decodes survives an
-//! encode/decode round trip (Java's `null` for an empty field, older short forms, numbers
-//! rewritten in plain decimal all come back the same).
+//! The `trace_decode` fuzz target: the check is `rocketmq_fuzz_checks::trace_decode` (in the main workspace, so
+//! `cargo test` replays this target's committed corpus through the same code).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use rocketmq_proto::trace::{TraceBatch, TraceRecord};
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(records) = TraceRecord::decode_all(text) else {
-        return;
-    };
-    let mut batch = TraceBatch::default();
-    for record in &records {
-        batch.push(record);
-    }
-    assert_eq!(batch.records, records.len());
-    let again = TraceRecord::decode_all(&batch.data).expect("encoded records decode");
-    assert_eq!(records, again);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| rocketmq_fuzz_checks::trace_decode::check(data));
