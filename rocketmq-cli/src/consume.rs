@@ -66,6 +66,37 @@ pub struct ConsumeOptions {
     pub rate: Option<u32>,
     /// Trace every message to `RMQ_SYS_TRACE_TOPIC` (Java's message trace).
     pub trace: bool,
+    /// Pop consumption (RocketMQ 5.x brokers) with this invisibility time, instead of a
+    /// classic push consumer: the broker shares messages, not queues, between members.
+    pub pop: Option<Duration>,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub enum Summary {
+    /// A classic consumer's shutdown: offsets committed, deliveries abandoned.
+    Push(ShutdownReport),
+    /// A pop consumer's: messages acked, deliveries abandoned (their messages come back to the
+    /// group after their invisibility), popped messages released unhandled.
+    Pop(driver::PopShutdownReport),
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Push(report) => write!(
+                f,
+                "committed {} queues, {} abandoned deliveries",
+                report.committed.len(),
+                report.abandoned
+            ),
+            Self::Pop(report) => write!(
+                f,
+                "acked {} messages, {} abandoned deliveries, {} released",
+                report.acked, report.abandoned, report.released
+            ),
+        }
+    }
 }
 
 /// Consumes until the count or the idle time is reached, calling `emit` with each message's
@@ -75,7 +106,7 @@ pub fn consume(
     options: &ConsumeOptions,
     live: Option<&LiveLine>,
     emit: impl FnMut(Value),
-) -> Result<ShutdownReport, String> {
+) -> Result<Summary, String> {
     match options.runtime {
         RuntimeKind::Tokio => {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -104,8 +135,119 @@ struct Printed {
 async fn run<R: Runtime>(
     options: &ConsumeOptions,
     live: Option<&LiveLine>,
+    emit: impl FnMut(Value),
+) -> Result<Summary, String> {
+    match options.pop {
+        Some(invisible) => run_pop::<R>(options, invisible, live, emit).await,
+        None => run_push::<R>(options, live, emit).await,
+    }
+}
+
+/// The handler both consumer kinds run: each message goes to the printer, and the delivery
+/// succeeds only when every message of it was printed. A message that arrives after
+/// `--count` was reached is not printed; `unprinted` is the outcome then (the classic
+/// consumer keeps it for the next run, the pop consumer lets it come back to the group).
+fn printing_handler(
+    tx: mpsc::UnboundedSender<Item>,
+    unprinted: ConsumeOutcome,
+) -> impl Fn(Vec<Message>) -> future::BoxFuture<'static, ConsumeOutcome> + Send + Sync + 'static {
+    move |messages: Vec<Message>| {
+        let tx = tx.clone();
+        Box::pin(async move {
+            let mut outcome = ConsumeOutcome::Success;
+            for message in messages {
+                let (verdict, printed) = oneshot::channel();
+                let item = Item::Message(Printed {
+                    json: message_json(&message),
+                    store_host: message.store_host().to_string(),
+                    queue_id: message.queue_id(),
+                    queue_offset: message.queue_offset(),
+                    verdict,
+                });
+                if tx.unbounded_send(item).is_err() {
+                    return unprinted;
+                }
+                if !printed.await.unwrap_or(false) {
+                    outcome = unprinted;
+                }
+            }
+            outcome
+        })
+    }
+}
+
+/// Prints what arrives on `rx` until the count, the idle time or a refusal ends the run;
+/// returns how many were printed and the refusal.
+async fn print_loop<R: Runtime>(
+    options: &ConsumeOptions,
+    rx: &mut mpsc::UnboundedReceiver<Item>,
+    live: Option<&LiveLine>,
+    emit: &mut impl FnMut(Value),
+) -> (usize, Option<String>) {
+    // Messages carry the address of the broker that stored them; the route names it.
+    let mut broker_names = BrokerNames::new(&options.cluster, &options.topic);
+    let runtime = R::default();
+    let mut seen = 0;
+    loop {
+        if options.count.is_some_and(|count| seen >= count) {
+            return (seen, None);
+        }
+        let next = match options.idle_exit {
+            Some(idle) => {
+                let timer = runtime.sleep_until(runtime.now() + idle);
+                match future::select(rx.next(), timer).await {
+                    Either::Left((next, _)) => next,
+                    Either::Right(((), _)) => return (seen, None),
+                }
+            }
+            None => rx.next().await,
+        };
+        let mut item = match next {
+            None => return (seen, None),
+            Some(Item::Denied(what)) => return (seen, Some(what)),
+            Some(Item::Message(printed)) => printed,
+        };
+        if let Some(fields) = item.json.as_object_mut() {
+            let name = broker_names.of(&item.store_host);
+            fields.insert(
+                "broker_name".to_owned(),
+                name.map_or(Value::Null, Value::from),
+            );
+        }
+        emit(item.json);
+        if let Some(live) = live {
+            live.record(&item.store_host, item.queue_id, item.queue_offset);
+        }
+        seen += 1;
+        let _ = item.verdict.send(true);
+    }
+}
+
+/// The error of a run that printed nothing and never reached the cluster, naming the last
+/// failure.
+fn never_reached(options: &ConsumeOptions, reach: &Reach) -> String {
+    let last = reach
+        .last_failure
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    match last {
+        Some(failure) => format!(
+            "no queue of {} was ever assigned (name server {}); last failure: {failure}",
+            options.topic, options.cluster.namesrv
+        ),
+        None => format!(
+            "no queue of {} was ever assigned (name server {})",
+            options.topic, options.cluster.namesrv
+        ),
+    }
+}
+
+async fn run_push<R: Runtime>(
+    options: &ConsumeOptions,
+    live: Option<&LiveLine>,
     mut emit: impl FnMut(Value),
-) -> Result<ShutdownReport, String> {
+) -> Result<Summary, String> {
     let (tx, mut rx) = mpsc::unbounded::<Item>();
     let mut builder = driver::PushConsumer::<R>::builder(options.group.clone())
         .name_server(options.cluster.namesrv.clone())
@@ -144,78 +286,16 @@ async fn run<R: Runtime>(
                 let _ = refusals.unbounded_send(Item::Denied(denied));
             }
         });
-    // Messages carry the address of the broker that stored them; the route names it.
-    let mut broker_names = BrokerNames::new(&options.cluster, &options.topic);
     // Each handler waits for the printer's verdict, so a message that arrives after `--count`
     // was reached is not acknowledged: it is kept (suspended, not sent to the retry topic), its
     // offset is not committed, and the next run gets it.
-    let handler = move |messages: Vec<Message>| {
-        let tx = tx.clone();
-        async move {
-            let mut outcome = ConsumeOutcome::Success;
-            for message in messages {
-                let (verdict, printed) = oneshot::channel();
-                let item = Item::Message(Printed {
-                    json: message_json(&message),
-                    store_host: message.store_host().to_string(),
-                    queue_id: message.queue_id(),
-                    queue_offset: message.queue_offset(),
-                    verdict,
-                });
-                if tx.unbounded_send(item).is_err() {
-                    return ConsumeOutcome::Suspend(KEEP);
-                }
-                if !printed.await.unwrap_or(false) {
-                    outcome = ConsumeOutcome::Suspend(KEEP);
-                }
-            }
-            outcome
-        }
-    };
+    let handler = printing_handler(tx, ConsumeOutcome::Suspend(KEEP));
     let running = if options.orderly {
         consumer.start_orderly(handler)
     } else {
         consumer.start_concurrently(handler)
     };
-    let runtime = R::default();
-    let mut seen = 0;
-    let mut denied = None;
-    loop {
-        if options.count.is_some_and(|count| seen >= count) {
-            break;
-        }
-        let next = match options.idle_exit {
-            Some(idle) => {
-                let timer = runtime.sleep_until(runtime.now() + idle);
-                match future::select(rx.next(), timer).await {
-                    Either::Left((next, _)) => next,
-                    Either::Right(((), _)) => break,
-                }
-            }
-            None => rx.next().await,
-        };
-        let mut item = match next {
-            None => break,
-            Some(Item::Denied(what)) => {
-                denied = Some(what);
-                break;
-            }
-            Some(Item::Message(printed)) => printed,
-        };
-        if let Some(fields) = item.json.as_object_mut() {
-            let name = broker_names.of(&item.store_host);
-            fields.insert(
-                "broker_name".to_owned(),
-                name.map_or(Value::Null, Value::from),
-            );
-        }
-        emit(item.json);
-        if let Some(live) = live {
-            live.record(&item.store_host, item.queue_id, item.queue_offset);
-        }
-        seen += 1;
-        let _ = item.verdict.send(true);
-    }
+    let (seen, denied) = print_loop::<R>(options, &mut rx, live, &mut emit).await;
     // Deliveries still queued get no verdict and are redelivered later.
     drop(rx);
     let report = running.shutdown().await.map_err(|e| e.to_string())?;
@@ -223,23 +303,48 @@ async fn run<R: Runtime>(
         return Err(denied);
     }
     if seen == 0 && !reach.assigned.load(Ordering::Relaxed) {
-        let last = reach
-            .last_failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        return Err(match last {
-            Some(failure) => format!(
-                "no queue of {} was ever assigned (name server {}); last failure: {failure}",
-                options.topic, options.cluster.namesrv
-            ),
-            None => format!(
-                "no queue of {} was ever assigned (name server {})",
-                options.topic, options.cluster.namesrv
-            ),
-        });
+        return Err(never_reached(options, &reach));
     }
-    Ok(report)
+    Ok(Summary::Push(report))
+}
+
+async fn run_pop<R: Runtime>(
+    options: &ConsumeOptions,
+    invisible: Duration,
+    live: Option<&LiveLine>,
+    mut emit: impl FnMut(Value),
+) -> Result<Summary, String> {
+    let (tx, mut rx) = mpsc::unbounded::<Item>();
+    let mut builder = driver::PopConsumer::<R>::builder(options.group.clone())
+        .name_server(options.cluster.namesrv.clone())
+        .subscribe(options.topic.clone(), options.expression.clone())
+        .invisible_time(invisible);
+    if let Some(credentials) = &options.cluster.credentials {
+        builder = builder.credentials(credentials.clone());
+    }
+    if let Some(namespace) = &options.cluster.namespace {
+        builder = builder.namespace(namespace.clone());
+    }
+    if let Some(tls) = &options.cluster.tls {
+        builder = builder.tls(tls.clone());
+    }
+    let reach = Arc::new(Reach::default());
+    let observed = Arc::clone(&reach);
+    let builder = builder.on_event(move |event| observed.observe_pop(event));
+    // A message popped after `--count` was reached is not printed nor acked: it comes back to
+    // the group after its retry delay, for another member or the next run.
+    let handler = printing_handler(tx, ConsumeOutcome::ReconsumeLater);
+    let running = builder
+        .build()
+        .and_then(|consumer| consumer.start(handler))
+        .map_err(|e| e.to_string())?;
+    let (seen, _) = print_loop::<R>(options, &mut rx, live, &mut emit).await;
+    drop(rx);
+    let report = running.shutdown().await.map_err(|e| e.to_string())?;
+    if seen == 0 && !reach.assigned.load(Ordering::Relaxed) {
+        return Err(never_reached(options, &reach));
+    }
+    Ok(Summary::Pop(report))
 }
 
 /// What reaches the printing loop: a message, or a refusal that ends the run.
@@ -281,6 +386,26 @@ struct Reach {
 }
 
 impl Reach {
+    fn observe_pop(&self, event: &driver::PopEvent) {
+        match event {
+            driver::PopEvent::Assigned { queues, .. } if !queues.is_empty() => {
+                self.assigned.store(true, Ordering::Relaxed);
+            }
+            driver::PopEvent::RequestFailed {
+                addr,
+                request,
+                reason,
+            } => {
+                *self
+                    .last_failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    Some(format!("{request} to {addr}: {reason:?}"));
+            }
+            _ => {}
+        }
+    }
+
     fn observe(&self, event: &driver::Event) {
         match event {
             driver::Event::Assigned(queues) if !queues.is_empty() => {

@@ -163,6 +163,17 @@ enum Cmd {
         /// traceTopicEnable=true).
         #[arg(long)]
         trace: bool,
+        /// Pop consumption (RocketMQ 5.x brokers): the broker shares messages, not queues,
+        /// between the group's members, so a group may have more members than the topic has
+        /// queues. Each message is acked once printed; one popped after --count is reached
+        /// comes back to the group after its retry delay. Where a new group starts is the
+        /// broker's choice (the first stored message).
+        #[arg(long, conflicts_with_all = ["broadcast", "orderly", "rate", "trace", "from"])]
+        pop: bool,
+        /// With --pop: how long a popped message stays invisible to the group's other members
+        /// before it comes back unless acked (renewed while it is being printed).
+        #[arg(long, requires = "pop", value_parser = clap::value_parser!(u64).range(1..))]
+        invisible_time: Option<u64>,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -379,6 +390,8 @@ fn run(command: Cmd) -> Result<(), String> {
             orderly,
             rate,
             trace,
+            pop,
+            invisible_time,
             cluster,
         } => {
             let from = match from.as_str() {
@@ -406,6 +419,7 @@ fn run(command: Cmd) -> Result<(), String> {
                 orderly,
                 rate,
                 trace,
+                pop: pop.then(|| std::time::Duration::from_secs(invisible_time.unwrap_or(60))),
             };
             let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;
@@ -421,11 +435,7 @@ fn run(command: Cmd) -> Result<(), String> {
             if let Some(e) = write_error {
                 return Err(format!("stdout: {e}"));
             }
-            eprintln!(
-                "committed {} queues, {} abandoned deliveries",
-                report.committed.len(),
-                report.abandoned
-            );
+            eprintln!("{report}");
         }
         Cmd::Topic {
             command:

@@ -3,7 +3,8 @@
 //! against the real local broker (`scripts/broker start`, `NAMESRV_ADDR`; they fail, never skip,
 //! without it), `secured_cluster` against the cluster with ACL `scripts/test` starts beside it, or,
 //! `consume_unreachable_cluster_fails`, against none; `consumer_status_members` also runs Apache's
-//! Java consumer (`scripts/java-peer`).
+//! Java consumer (`scripts/java-peer`); `pop_consume` needs a 5.x broker (the java5 matrix runs
+//! it; the 4.9 run skips it).
 
 mod support;
 
@@ -21,6 +22,8 @@ mod consumer_status_members;
 mod decode_cli;
 #[path = "cli/lag_progress.rs"]
 mod lag_progress;
+#[path = "cli/pop_consume.rs"]
+mod pop_consume;
 #[path = "cli/produce_consume_real_broker.rs"]
 mod produce_consume_real_broker;
 #[path = "cli/produce_sharded_consume_smol.rs"]

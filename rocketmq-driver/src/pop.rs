@@ -30,6 +30,8 @@ pub struct PopConsumerBuilder<R: Runtime> {
     client_ip: Option<String>,
     instance_name: Option<String>,
     credentials: Option<Credentials>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::Tls>,
     events: Option<PopEventSink>,
     runtime: PhantomData<fn() -> R>,
 }
@@ -42,6 +44,8 @@ impl<R: Runtime> PopConsumerBuilder<R> {
             client_ip: None,
             instance_name: None,
             credentials: None,
+            #[cfg(feature = "tls")]
+            tls: None,
             events: None,
             runtime: PhantomData,
         }
@@ -157,6 +161,15 @@ impl<R: Runtime> PopConsumerBuilder<R> {
         self
     }
 
+    /// TLS to the name servers and brokers (Java's `useTLS`; see
+    /// `PushConsumerBuilder::tls`); plain TCP without.
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls(mut self, tls: crate::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// ACL credentials to sign every request with.
     #[must_use]
     pub fn credentials(mut self, credentials: Credentials) -> Self {
@@ -219,9 +232,14 @@ impl<R: Runtime> PopConsumerBuilder<R> {
         for (topic, expression) in &self.subscriptions {
             pop.subscribe(now, topic, expression)?;
         }
+        #[cfg(feature = "tls")]
+        let tls = self.tls.as_ref().map(crate::Tls::connector).transpose()?;
+        #[cfg(not(feature = "tls"))]
+        let tls = None;
         Ok(PopSpawned::spawn(
             &runtime,
             pop,
+            tls,
             handler,
             self.events.clone(),
         ))

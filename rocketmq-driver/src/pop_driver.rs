@@ -26,6 +26,7 @@ use proto::message::Message;
 use crate::driver::conns::{ConnEvent, Conns};
 use crate::input::Input;
 use crate::runtime::{BoxFuture, Runtime};
+use crate::transport::Connector;
 
 /// A push-mode handler, boxed once.
 pub(crate) type PopHandler = Arc<dyn Fn(Vec<Message>) -> BoxFuture<ConsumeOutcome> + Send + Sync>;
@@ -67,6 +68,7 @@ impl PopSpawned {
     pub(crate) fn spawn<R: Runtime>(
         runtime: &R,
         pop: PopConsumer,
+        tls: Option<Connector>,
         handler: Option<PopHandler>,
         events: Option<PopEventSink>,
     ) -> Self {
@@ -80,6 +82,7 @@ impl PopSpawned {
         let driver = PopDriver {
             runtime: runtime.clone(),
             pop,
+            tls,
             handler,
             events,
             inputs_tx: inputs_tx.clone(),
@@ -134,6 +137,8 @@ impl Drop for PopSpawned {
 struct PopDriver<R: Runtime> {
     runtime: R,
     pop: PopConsumer,
+    /// TLS for every connection, when the consumer has it.
+    tls: Option<Connector>,
     handler: Option<PopHandler>,
     events: Option<PopEventSink>,
     inputs_tx: mpsc::UnboundedSender<PopInput>,
@@ -154,6 +159,7 @@ impl<R: Runtime> PopDriver<R> {
         let Self {
             runtime,
             mut pop,
+            tls,
             handler,
             events,
             inputs_tx,
@@ -162,7 +168,7 @@ impl<R: Runtime> PopDriver<R> {
         } = self;
         // `Conns` reports a failed writer as the push driver's `Input::Lost`.
         let (lost_tx, mut lost) = mpsc::unbounded::<Input>();
-        let mut conns = Conns::new(runtime.clone(), lost_tx, None);
+        let mut conns = Conns::new(runtime.clone(), lost_tx, tls);
         let mut waiters = Waiters::default();
         let mut report = None;
         let mut timer: Option<(Instant, BoxFuture<()>)> = None;

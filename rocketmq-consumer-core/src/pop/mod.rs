@@ -1756,6 +1756,7 @@ impl PopConsumer {
             self.outputs.push_back(PopOutput::Close { conn });
         }
         self.conns.clear();
+        self.report.acked = self.stats.acked;
         self.outputs
             .push_back(PopOutput::Event(PopEvent::Closed(self.report.clone())));
     }

@@ -147,6 +147,9 @@ pub struct PopShutdownReport {
     pub abandoned: usize,
     /// Popped messages never handed to the handler, made visible again at once.
     pub released: usize,
+    /// Messages the brokers confirmed acked over the consumer's whole run (the final count of
+    /// [`PopStats::acked`], the shutdown's own acks included).
+    pub acked: u64,
 }
 
 /// The pop consumer's counters.

@@ -103,6 +103,55 @@ async fn consume<R: Runtime>(topic: &str, tls: Tls, expected: &BTreeSet<String>)
     );
 }
 
+/// A pop consumer (RocketMQ 5.x only) with the cluster's CA pops and acks every message over
+/// TLS: each arrives once, and nothing comes back after the shutdown.
+pub(crate) async fn pop_consumes_over_tls<R: Runtime>(prefix: &str) {
+    let topic = new_topic(&format!("{prefix}-pop-tls"));
+    let expected = produce::<R>(&topic, trusted()).await;
+    let (tx, mut bodies) = futures_channel::mpsc::unbounded::<String>();
+    let running = driver::PopConsumer::<R>::builder(unique("tls-pop-group"))
+        .name_server(env("TLS_NAMESRV_ADDR"))
+        .subscribe(&topic, "*")
+        .tls(trusted())
+        .build()
+        .expect("the pop consumer's configuration is valid")
+        .start(move |messages: Vec<Message>| {
+            for message in &messages {
+                let _ = tx.unbounded_send(body_of(message));
+            }
+            future::ready(ConsumeOutcome::Success)
+        })
+        .expect("the pop consumer starts");
+    let runtime = R::default();
+    let deadline = runtime.now() + WAIT;
+    let mut got = Vec::new();
+    while !expected.iter().all(|b| got.contains(b)) {
+        let mut timer = runtime.sleep_until(deadline);
+        match future::select(bodies.next(), timer.as_mut()).await {
+            Either::Left((Some(body), _)) => got.push(body),
+            Either::Left((None, _)) | Either::Right(((), _)) => break,
+        }
+    }
+    assert_exactly_once(&got, &expected, "popped over TLS");
+    // The acks go out as the handlers return, just after the last body arrived.
+    let all = u64::try_from(expected.len()).unwrap_or(u64::MAX);
+    let mut stats = running.stats().await.expect("the pop consumer answers");
+    while stats.acked < all && runtime.now() < deadline {
+        runtime
+            .sleep_until(runtime.now() + std::time::Duration::from_millis(100))
+            .await;
+        stats = running.stats().await.expect("the pop consumer answers");
+    }
+    assert_eq!(
+        stats.acked, all,
+        "every message was acked over TLS: {stats:?}"
+    );
+    running
+        .shutdown()
+        .await
+        .expect("the pop consumer shuts down and reports");
+}
+
 /// With the cluster's CA (and then with a client certificate as well) everything flows.
 pub(crate) async fn produce_and_consume_over_tls<R: Runtime>(prefix: &str) {
     let topic = new_topic(&format!("{prefix}-tls"));

@@ -40,3 +40,12 @@ fn smol_pop_a_killed_members_messages_come_back() {
         rocketmq_smol::SmolRuntime,
     >("smol-pop-kill"));
 }
+
+/// On the TLS cluster of the same implementation (`TLS_NAMESRV_ADDR`); here so 4.9 and the
+/// Rust broker runs leave it out with the other pop scenarios.
+#[test]
+fn smol_pop_consumes_over_tls() {
+    smol::block_on(crate::scenario::tls::pop_consumes_over_tls::<
+        rocketmq_smol::SmolRuntime,
+    >("smol"));
+}
