@@ -524,7 +524,8 @@ fn shutdown_releases_the_undelivered_and_waits_for_the_running() {
         Some(PopShutdownReport {
             drained: 1,
             abandoned: 0,
-            released: 1
+            released: 1,
+            acked: 1
         })
     );
     assert!(h.pop.is_closed());
