@@ -319,6 +319,9 @@ async fn run_pop<R: Runtime>(
         .name_server(options.cluster.namesrv.clone())
         .subscribe(options.topic.clone(), options.expression.clone())
         .invisible_time(invisible);
+    if options.orderly {
+        builder = builder.orderly();
+    }
     if let Some(credentials) = &options.cluster.credentials {
         builder = builder.credentials(credentials.clone());
     }

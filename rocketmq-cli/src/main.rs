@@ -167,8 +167,9 @@ enum Cmd {
         /// between the group's members, so a group may have more members than the topic has
         /// queues. Each message is acked once printed; one popped after --count is reached
         /// comes back to the group after its retry delay. Where a new group starts is the
-        /// broker's choice (the first stored message).
-        #[arg(long, conflicts_with_all = ["broadcast", "orderly", "rate", "trace", "from"])]
+        /// broker's choice (the first stored message). With --orderly, orderly pop: each
+        /// queue's messages in order, one at a time across the group.
+        #[arg(long, conflicts_with_all = ["broadcast", "rate", "trace", "from"])]
         pop: bool,
         /// With --pop: how long a popped message stays invisible to the group's other members
         /// before it comes back unless acked (renewed while it is being printed).

@@ -73,6 +73,17 @@ impl<R: Runtime> PopConsumerBuilder<R> {
         self
     }
 
+    /// Orderly pop (push mode only): each queue's messages reach the handler one delivery at
+    /// a time, in offset order, and after a failed delivery none of that queue's later
+    /// messages does before the failed one comes back (after its retry delay). The broker
+    /// keeps the order across members (Java's `ConsumeMessagePopOrderlyService`;
+    /// see `PopConfig::orderly`).
+    #[must_use]
+    pub fn orderly(mut self) -> Self {
+        self.config.orderly = true;
+        self
+    }
+
     /// The most messages one pop asks for, 1 ..= 32 (32).
     #[must_use]
     pub fn batch_size(mut self, size: u32) -> Self {
@@ -204,6 +215,13 @@ impl<R: Runtime> PopConsumerBuilder<R> {
         let mut config = self.config.clone();
         config.mode = mode;
         config.validate()?;
+        if mode == PopMode::Simple && config.orderly {
+            return Err(ConfigError(
+                "orderly pop is for the push consumer (`build`); a simple consumer settles \
+                 each message itself"
+                    .into(),
+            ));
+        }
         if self.subscriptions.is_empty() {
             return Err(ConfigError("no subscription".into()));
         }

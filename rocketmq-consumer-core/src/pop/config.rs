@@ -29,6 +29,14 @@ pub struct PopConfig {
     pub name_servers: Vec<String>,
     /// Push or simple.
     pub mode: PopMode,
+    /// Orderly pop (push mode; Java's `ConsumeMessagePopOrderlyService`): pops ask the broker
+    /// for order (`order=true`), so it hands out a queue's messages one batch at a time and
+    /// again only once that batch is acked or its invisibility ran out
+    /// (`ConsumerOrderInfoManager`); this consumer hands each queue's messages to the handler
+    /// one delivery at a time, in offset order. A delivery that fails makes its messages, and
+    /// every later message of its queue held here, invisible for the retry delay, so the broker
+    /// delivers them again, in order, from the failed one. Off by default.
+    pub orderly: bool,
     /// How long a popped message stays invisible to the group (Java `popInvisibleTime`, 60 s;
     /// Java's push consumer keeps it within 10 s ..= 300 s, this one accepts anything from
     /// 1 s, as simple consumers choose per receive).
@@ -98,6 +106,7 @@ impl PopConfig {
             group: group.into(),
             name_servers,
             mode: PopMode::Push,
+            orderly: false,
             invisible_time: secs(60),
             batch_size: 32,
             poll_time: secs(15),

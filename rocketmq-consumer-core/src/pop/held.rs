@@ -115,6 +115,52 @@ impl Held {
         None
     }
 
+    /// The oldest ready message `wanted` accepts, moved to `Handling(delivery)`, with its
+    /// message; the ready messages before it stay ready, in their order.
+    pub(crate) fn take_ready_where(
+        &mut self,
+        delivery: PopDeliveryId,
+        wanted: impl Fn(&HeldMessage) -> bool,
+    ) -> Option<(HeldId, Message)> {
+        let position = self.ready.iter().position(|id| {
+            self.messages
+                .get(id)
+                .is_some_and(|m| matches!(m.stage, Stage::Ready(_)) && wanted(m))
+        })?;
+        let id = self.ready.remove(position)?;
+        let held = self.messages.get_mut(&id)?;
+        match std::mem::replace(&mut held.stage, Stage::Handling(delivery)) {
+            Stage::Ready(message) => Some((id, *message)),
+            other => {
+                held.stage = other;
+                None
+            }
+        }
+    }
+
+    /// The ready messages `wanted` accepts, taken out of the ready list and moved to
+    /// `Settling`.
+    pub(crate) fn drain_ready_where(
+        &mut self,
+        wanted: impl Fn(&HeldMessage) -> bool,
+    ) -> Vec<HeldId> {
+        let mut taken = Vec::new();
+        let messages = &mut self.messages;
+        self.ready.retain(|id| {
+            let Some(held) = messages.get_mut(id) else {
+                return false;
+            };
+            if wanted(held) {
+                held.stage = Stage::Settling;
+                taken.push(*id);
+                false
+            } else {
+                true
+            }
+        });
+        taken
+    }
+
     /// Every ready message, taken out of the ready list and moved to `Settling`.
     pub(crate) fn drain_ready(&mut self) -> Vec<HeldId> {
         let ids: Vec<HeldId> = self.ready.drain(..).collect();

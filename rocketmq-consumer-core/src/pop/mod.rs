@@ -31,6 +31,7 @@
 
 mod config;
 mod held;
+mod orderly;
 mod output;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -60,6 +61,7 @@ use crate::timer::TimerQueue;
 
 pub use config::{PopConfig, PopMode};
 use held::{Held, HeldId, HeldMessage, Settle, Stage};
+use orderly::{OrderKey, OrderedQueues, order_count};
 pub use output::{
     PopDelivery, PopDeliveryId, PopEvent, PopMessage, PopOutput, PopShutdownReport, PopStats,
     Receipt,
@@ -197,6 +199,8 @@ pub struct PopConsumer {
     acks: Vec<HeldId>,
     next_delivery: u64,
     deliveries: BTreeSet<PopDeliveryId>,
+    /// Orderly: the queues whose messages are at the handler.
+    ordered: OrderedQueues,
     /// Simple mode: receives waiting for an assignment, and the round robin over queues.
     receives: VecDeque<WaitingReceive>,
     receive_turn: usize,
@@ -244,6 +248,7 @@ impl PopConsumer {
             acks: Vec::new(),
             next_delivery: 0,
             deliveries: BTreeSet::new(),
+            ordered: OrderedQueues::default(),
             receives: VecDeque::new(),
             receive_turn: 0,
             next_request: 0,
@@ -347,6 +352,8 @@ impl PopConsumer {
         }
         let ids = self.held.of_delivery(delivery);
         let consumed = outcome.consumed(ids.len());
+        let queue = self.ordered.finish(delivery);
+        let mut retry_after = None;
         for (index, id) in ids.into_iter().enumerate() {
             let Some(held) = self.held.get(id) else {
                 continue;
@@ -368,7 +375,13 @@ impl PopConsumer {
                     _ => Settle::Retry(self.config.retry_delay(held.reconsume_times, 0)),
                 }
             };
+            if let Settle::Retry(delay) = settle {
+                retry_after.get_or_insert(delay);
+            }
             self.settle(now, id, settle);
+        }
+        if let (Some(queue), Some(delay)) = (queue, retry_after) {
+            self.hold_back_queue(now, &queue, delay);
         }
         self.after_input(now);
     }
@@ -839,7 +852,7 @@ impl PopConsumer {
             init_mode: 0,
             exp_type: subscription.map(|s| s.expression_type.name().to_owned()),
             exp: subscription.map(|s| s.sub_string.clone()),
-            order: Some(false),
+            order: Some(self.config.orderly),
             attempt_id: None,
             broker_name: Some(mq.broker_name().to_owned()),
         };
@@ -999,6 +1012,26 @@ impl PopConsumer {
                 m.set_topic(topic.clone());
             }
         }
+        if self.config.orderly
+            && let Some(info) = header.order_count_info.as_deref()
+        {
+            // Orderly redeliveries stay in the topic; the broker counts them apart
+            // (`MQClientAPIImpl.processPopResponse` sets the reconsume count from this).
+            match proto::headers::receipt::parse_order_count_info(info) {
+                Ok(counts) => {
+                    for (m, handle) in messages.iter_mut().zip(&handles) {
+                        if let Some(count) = order_count(&counts, handle).filter(|c| *c > 0) {
+                            m.set_reconsume_times(count);
+                        }
+                    }
+                }
+                Err(e) => self.report_failure(
+                    &queue,
+                    "POP_MESSAGE",
+                    &FailureReason::Malformed(e.to_string()),
+                ),
+            }
+        }
         self.stats.popped += messages.len() as u64;
         let visible_until = self.visible_until(sent, now, header.pop_time, header.invisible_time);
         match receive {
@@ -1061,8 +1094,19 @@ impl PopConsumer {
             self.next_delivery += 1;
             let delivery = PopDeliveryId(self.next_delivery);
             let mut messages = Vec::new();
+            // Orderly: the delivery's queue, fixed by its first message.
+            let mut queue: Option<OrderKey> = None;
             while messages.len() < self.config.consume_batch_size {
-                let Some((id, message)) = self.held.take_ready(delivery) else {
+                let taken = if self.config.orderly {
+                    let (ordered, wanted) = (&self.ordered, queue.as_ref());
+                    self.held.take_ready_where(delivery, |m| {
+                        let key = OrderKey::of(m);
+                        wanted.map_or(!ordered.is_busy(&key), |q| *q == key)
+                    })
+                } else {
+                    self.held.take_ready(delivery)
+                };
+                let Some((id, message)) = taken else {
                     break;
                 };
                 let Some(held) = self.held.get(id) else {
@@ -1075,6 +1119,9 @@ impl PopConsumer {
                     self.held.remove(id);
                     continue;
                 }
+                if self.config.orderly && queue.is_none() {
+                    queue = Some(OrderKey::of(held));
+                }
                 let receipt = Receipt {
                     topic: held.topic.clone(),
                     handle: held.handle.clone(),
@@ -1085,7 +1132,14 @@ impl PopConsumer {
                 messages.push(PopMessage { message, receipt });
             }
             if messages.is_empty() {
+                if self.config.orderly {
+                    // Every ready message's queue is at the handler already.
+                    break;
+                }
                 continue;
+            }
+            if let Some(queue) = queue {
+                self.ordered.start(delivery, queue);
             }
             self.deliveries.insert(delivery);
             self.outputs.push_back(PopOutput::Deliver(PopDelivery {
@@ -1110,6 +1164,21 @@ impl PopConsumer {
             Settle::Ack => self.acks.push(id),
             Settle::Retry(delay) => self.send_change(now, &topic, &handle, delay, Kind::Retry(id)),
             Settle::DeadLetter => self.send_dead_letter(now, id),
+        }
+    }
+
+    /// Orderly: a delivery of `queue` failed and comes back after `delay`; the queue's later
+    /// messages held here must not go to the handler before it. They become invisible for the
+    /// same `delay`, so the broker, which restarts the queue from its first message not acked,
+    /// delivers them again after it, in order.
+    fn hold_back_queue(&mut self, now: Instant, queue: &OrderKey, delay: Duration) {
+        for id in self.held.drain_ready_where(|m| OrderKey::of(m) == *queue) {
+            let Some(held) = self.held.get_mut(id) else {
+                continue;
+            };
+            held.settle_after_renewal = Some(Settle::Retry(delay));
+            let (topic, handle) = (held.topic.clone(), held.handle.clone());
+            self.send_change(now, &topic, &handle, delay, Kind::Release(id));
         }
     }
 

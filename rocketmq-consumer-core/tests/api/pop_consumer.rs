@@ -698,3 +698,76 @@ fn a_namespace_wraps_the_wire_names() {
         ("tenant%G", "tenant%T")
     );
 }
+
+/// Orderly pop: the pop asks for order; of three messages popped from one queue only the
+/// first goes to the handler; once it is acked the next goes; when that one fails, it and the
+/// queue's later message become invisible for the retry delay and the later one never reaches
+/// the handler; the broker's redelivery carries its count from `orderCountInfo`.
+#[test]
+fn orderly_pop_hands_out_one_queue_in_order_and_holds_back_after_a_failure() {
+    let mut config = Harness::config();
+    config.orderly = true;
+    let mut h = Harness::started(config);
+    let pop = h.take(RequestCode::POP_MESSAGE);
+    let header = pop.1.header::<PopMessageRequest>().unwrap();
+    assert_eq!(header.order, Some(true), "the pop asks for order");
+    h.pop_found(&pop, &[4, 5, 6], 0);
+    assert_eq!(h.deliveries.len(), 1, "one delivery of the queue at a time");
+    let first = h.deliveries.remove(0);
+    assert_eq!(first.messages[0].message.queue_offset(), 4);
+    h.pop.complete(h.now, first.id, ConsumeOutcome::Success);
+    let ack = h.take(RequestCode::ACK_MESSAGE);
+    h.ok(&ack);
+    assert_eq!(h.deliveries.len(), 1, "the next one once the first is done");
+    let second = h.deliveries.remove(0);
+    assert_eq!(second.messages[0].message.queue_offset(), 5);
+    h.pop
+        .complete(h.now, second.id, ConsumeOutcome::ReconsumeLater);
+    h.drain();
+    assert!(h.deliveries.is_empty(), "offset 6 waits for 5's redelivery");
+    let mut changed: Vec<(i64, i64)> = Vec::new();
+    while h.has(RequestCode::CHANGE_MESSAGE_INVISIBLETIME) {
+        let change = h.take(RequestCode::CHANGE_MESSAGE_INVISIBLETIME);
+        let header = change.1.header::<ChangeInvisibleTimeRequest>().unwrap();
+        changed.push((header.offset, header.invisible_time));
+        h.ok(&change);
+    }
+    changed.sort_unstable();
+    assert_eq!(
+        changed,
+        [(5, 10_000), (6, 10_000)],
+        "the failed one and the later one come back together after the retry delay"
+    );
+    assert!(h.deliveries.is_empty());
+    assert_eq!(h.pop.stats().held_messages, 0);
+
+    // The redelivery, from the topic itself, counted by the broker.
+    let again = h.take(RequestCode::POP_MESSAGE);
+    let mut body = BytesMut::new();
+    for offset in [5, 6] {
+        let stored = StoredMessage {
+            queue_offset: offset,
+            commit_log_offset: 1000 + offset,
+            body: vec![7u8; 10].into(),
+            topic: "T".into(),
+            ..StoredMessage::default()
+        };
+        encode_stored(&stored, &mut body).unwrap();
+    }
+    let header = PopMessageResponse {
+        pop_time: UNIX + 10_005,
+        invisible_time: 60_000,
+        revive_qid: 999,
+        rest_num: 0,
+        start_offset_info: Some("0 0 5".into()),
+        msg_offset_info: Some("0 0 5,6".into()),
+        order_count_info: Some("0 qo0%5 1;0 0 0".into()),
+    };
+    let mut ext = ExtFields::new();
+    header.encode_into(&mut ext);
+    h.answer(&again, ResponseCode::SUCCESS, ext, body.to_vec());
+    assert_eq!(h.deliveries.len(), 1);
+    let redelivered = h.deliveries.remove(0);
+    assert_eq!(redelivered.messages[0].message.queue_offset(), 5);
+    assert_eq!(redelivered.messages[0].message.reconsume_times(), 1);
+}

@@ -49,3 +49,10 @@ fn smol_pop_consumes_over_tls() {
         rocketmq_smol::SmolRuntime,
     >("smol"));
 }
+
+#[test]
+fn smol_pop_orderly_keeps_each_queue_in_order() {
+    smol::block_on(pop_consume::orderly_pop_keeps_each_queue_in_order::<
+        rocketmq_smol::SmolRuntime,
+    >("smol-pop-orderly"));
+}

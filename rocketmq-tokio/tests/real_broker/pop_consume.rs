@@ -50,3 +50,10 @@ fn tokio_pop_consumes_over_tls() {
         rocketmq_tokio::TokioRuntime,
     >("tokio"));
 }
+
+#[test]
+fn tokio_pop_orderly_keeps_each_queue_in_order() {
+    support::block_on(pop_consume::orderly_pop_keeps_each_queue_in_order::<
+        rocketmq_tokio::TokioRuntime,
+    >("tokio-pop-orderly"));
+}
