@@ -57,3 +57,123 @@ fn tokio_pop_orderly_keeps_each_queue_in_order() {
         rocketmq_tokio::TokioRuntime,
     >("tokio-pop-orderly"));
 }
+
+/// Apache RocketMQ 5.5's own push consumer in pop mode (`scripts/java-pop-peer`: client
+/// rebalance off, so it follows the broker's assignment and pops) and ours, in one group on a
+/// topic of ONE queue: both get a share of the 60 messages, together every one, none twice.
+#[test]
+fn tokio_pop_shares_a_group_with_javas_pop_consumer() {
+    use std::collections::BTreeMap;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use crate::scenario::broker_scenario::{Topic, body_of};
+    use rocketmq_tokio::{ConsumeOutcome, PopConsumer};
+
+    const MESSAGES: usize = 60;
+    support::block_on(async {
+        let topic = Topic::create("tokio-pop-java", 1);
+        let group = rocketmq_tests::unique("pop-java");
+        // Ours first: it sets the group's request mode on the broker to POP.
+        let ours: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = Arc::clone(&ours);
+        let running = PopConsumer::builder(&group)
+            .name_server(&topic.namesrv)
+            .subscribe(&topic.name, "*")
+            .batch_size(4)
+            .max_in_flight_deliveries(2)
+            .build()
+            .expect("the pop consumer's configuration is valid")
+            .start(move |messages| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.extend(messages.iter().map(body_of));
+                    }
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    ConsumeOutcome::Success
+                }
+            })
+            .expect("the pop consumer starts");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/java-pop-peer");
+        let mut java = Command::new(script)
+            .args([
+                topic.namesrv.as_str(),
+                group.as_str(),
+                topic.name.as_str(),
+                "8",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {script}: {e}"));
+        let stdout = java.stdout.take().expect("stdout was piped");
+        let (tx, lines) = std::sync::mpsc::channel::<serde_json::Value>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                match serde_json::from_str(&line) {
+                    Ok(value) => {
+                        if tx.send(value).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => eprintln!("java-pop-peer: not a JSON line ({e}): {line}"),
+                }
+            }
+        });
+        let started = lines
+            .recv_timeout(Duration::from_secs(90))
+            .expect("Java's pop consumer starts within 90 s");
+        assert_eq!(started["event"], "started", "{started}");
+        // Let it register and query its assignment before the messages come.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let sent = topic.send("pop-java", MESSAGES, None);
+
+        let mut java_bodies = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                panic!("Java's pop consumer did not finish within 90 s");
+            };
+            match line["event"].as_str() {
+                Some("message") => {
+                    java_bodies.push(line["body"].as_str().unwrap_or_default().to_owned());
+                }
+                Some("done") => break,
+                _ => {}
+            }
+        }
+        let _ = java.wait();
+        let report = running.shutdown().await.expect("ours shuts down");
+        assert_eq!(report.abandoned, 0);
+        let ours = ours.lock().map(|o| o.clone()).unwrap_or_default();
+
+        let mut times: BTreeMap<&str, usize> = BTreeMap::new();
+        for body in ours.iter().chain(&java_bodies) {
+            *times.entry(body.as_str()).or_default() += 1;
+        }
+        eprintln!(
+            "pop, one queue, one group: ours {} messages, Java's {}",
+            ours.len(),
+            java_bodies.len()
+        );
+        let twice: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(twice.is_empty(), "consumed more than once: {twice:?}");
+        let missing: Vec<_> = sent
+            .iter()
+            .filter(|b| !times.contains_key(b.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "never consumed: {missing:?}");
+        assert!(
+            !ours.is_empty() && !java_bodies.is_empty(),
+            "both members got a share: ours {}, Java's {}",
+            ours.len(),
+            java_bodies.len()
+        );
+    });
+}
