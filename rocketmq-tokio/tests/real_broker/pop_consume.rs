@@ -177,3 +177,59 @@ fn tokio_pop_shares_a_group_with_javas_pop_consumer() {
         );
     });
 }
+
+/// `CHANGE_MESSAGE_INVISIBLETIME` on a popped message: Java 5.5 grants it with a new receipt
+/// handle; the Rust broker 1.0 refuses it with `SYSTEM_ERROR` "append check point error, status:
+/// WheelTimerMsgIllegal" (its checkpoints carry an absolute `TIMER_DELAY_MS` its timer rejects),
+/// which is also why it never brings an unacked message back (README, Compatibility, 10). The
+/// consumer reports the refusal as it came; the message stays invisible until its time ends.
+#[test]
+fn tokio_pop_change_invisibility_by_broker() {
+    use std::time::Duration;
+
+    use crate::scenario::broker_scenario::Topic;
+    use rocketmq_tests::{BrokerImpl, broker_impl};
+    use rocketmq_tokio::{FailureReason, SimpleConsumer, SimpleError};
+
+    support::block_on(async {
+        let topic = Topic::create("tokio-pop-change", 1);
+        let consumer = SimpleConsumer::builder(rocketmq_tests::unique("pop-change"))
+            .name_server(&topic.namesrv)
+            .subscribe(&topic.name, "*")
+            .build_simple()
+            .expect("the simple consumer starts");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let _ = topic.send("change", 1, None);
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.extend(
+                consumer
+                    .receive(1, Duration::from_secs(30))
+                    .await
+                    .expect("receive is answered"),
+            );
+            if !got.is_empty() {
+                break;
+            }
+        }
+        let message = got.first().expect("the message is received within four long polls");
+        let changed = consumer
+            .change_invisible_duration(&message.receipt, Duration::from_secs(20))
+            .await;
+        match broker_impl() {
+            BrokerImpl::Rust => match changed {
+                Err(SimpleError::Failed(FailureReason::Refused(code, Some(remark)))) => {
+                    assert_eq!(code, proto::ResponseCode::SYSTEM_ERROR, "{remark}");
+                    assert!(remark.contains("WheelTimerMsgIllegal"), "{remark}");
+                }
+                other => panic!("the Rust broker 1.0 refused this before; now: {other:?}"),
+            },
+            _ => {
+                let renewed = changed.expect("the broker changes the invisibility");
+                assert_ne!(renewed.handle, message.receipt.handle, "a new receipt handle");
+                consumer.ack(&renewed).await.expect("the new receipt acks");
+            }
+        }
+        consumer.shutdown().await.expect("the simple consumer shuts down");
+    });
+}
