@@ -61,6 +61,8 @@ mod pop_failure_returns_raised;
 mod pop_killed_member_returns;
 #[path = "core/pop_renewal_keeps_slow_handler.rs"]
 mod pop_renewal_keeps_slow_handler;
+#[path = "core/pop_seeded_fault_schedules.rs"]
+mod pop_seeded_fault_schedules;
 #[path = "core/pop_shutdown_releases.rs"]
 mod pop_shutdown_releases;
 #[path = "core/pop_support.rs"]

@@ -212,7 +212,9 @@ fn tokio_pop_change_invisibility_by_broker() {
                 break;
             }
         }
-        let message = got.first().expect("the message is received within four long polls");
+        let message = got
+            .first()
+            .expect("the message is received within four long polls");
         let changed = consumer
             .change_invisible_duration(&message.receipt, Duration::from_secs(20))
             .await;
@@ -226,10 +228,16 @@ fn tokio_pop_change_invisibility_by_broker() {
             },
             _ => {
                 let renewed = changed.expect("the broker changes the invisibility");
-                assert_ne!(renewed.handle, message.receipt.handle, "a new receipt handle");
+                assert_ne!(
+                    renewed.handle, message.receipt.handle,
+                    "a new receipt handle"
+                );
                 consumer.ack(&renewed).await.expect("the new receipt acks");
             }
         }
-        consumer.shutdown().await.expect("the simple consumer shuts down");
+        consumer
+            .shutdown()
+            .await
+            .expect("the simple consumer shuts down");
     });
 }

@@ -2,7 +2,8 @@
 //! virtual clock, every command through the codec, handlers that take a given time and give a
 //! given outcome, members that can be killed. It checks, at every delivery, that no message is
 //! with two live members' handlers at once (the broker keeps it invisible meanwhile, and
-//! renewal keeps it so while a handler runs long).
+//! renewal keeps it so while a handler runs long), unless a renewal of it failed first (its
+//! invisibility may then lapse, and the message comes back: at-least-once).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -30,6 +31,10 @@ struct Running {
     done_at: Instant,
     outcome: ConsumeOutcome,
     keys: Vec<String>,
+    /// Each message's queue and offset, as its receipt names them.
+    at: Vec<(i32, i64)>,
+    /// Keys of this delivery whose renewal failed.
+    lapsed: BTreeSet<String>,
 }
 
 struct Member {
@@ -329,6 +334,7 @@ impl PopWorld {
             PopOutput::Deliver(delivery) => {
                 let at = self.now - self.epoch;
                 let mut keys = Vec::new();
+                let mut at_list = Vec::new();
                 let mut longest = Duration::ZERO;
                 let mut outcome = ConsumeOutcome::Success;
                 for m in &delivery.messages {
@@ -337,9 +343,14 @@ impl PopWorld {
                         .property(property::KEYS)
                         .unwrap_or_default()
                         .to_owned();
-                    // The invariant: no live member's handler has this message now.
+                    // The invariant: no live member's handler has this message now, unless its
+                    // renewal there failed.
                     for (j, other) in self.members.iter().enumerate() {
-                        if other.alive && other.running.iter().any(|r| r.keys.contains(&key)) {
+                        let holds = other
+                            .running
+                            .iter()
+                            .any(|r| r.keys.contains(&key) && !r.lapsed.contains(&key));
+                        if other.alive && holds {
                             panic!(
                                 "{key} delivered to member {i} at {at:?} while member {j} still runs it"
                             );
@@ -357,17 +368,38 @@ impl PopWorld {
                         outcome = said;
                     }
                     keys.push(key);
+                    at_list.push((m.receipt.handle.queue_id, m.receipt.handle.queue_offset));
                 }
                 self.members[i].running.push(Running {
                     delivery: delivery.id,
                     done_at: self.now + longest,
                     outcome,
                     keys,
+                    at: at_list,
+                    lapsed: BTreeSet::new(),
                 });
             }
             PopOutput::Event(event) => {
                 if matches!(event, PopEvent::Closed(_)) {
                     self.members[i].closed = true;
+                }
+                if let PopEvent::SettleFailed {
+                    receipt,
+                    request: "CHANGE_MESSAGE_INVISIBLETIME",
+                    ..
+                } = &event
+                {
+                    let at = (receipt.handle.queue_id, receipt.handle.queue_offset);
+                    for run in &mut self.members[i].running {
+                        let lapsed: Vec<String> = run
+                            .keys
+                            .iter()
+                            .zip(&run.at)
+                            .filter(|(_, a)| **a == at)
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        run.lapsed.extend(lapsed);
+                    }
                 }
                 self.events.push((i, event));
             }
