@@ -4,7 +4,9 @@
 //! `brokerAddrTable`), and pulls go to the slave; every message stored before the crash is
 //! consumed. Pulls of one message, at most one cached per queue, and a handler held until the
 //! master is gone make sure the messages after the first of each queue are pulled after the
-//! crash. The cluster is a second one, with slaves (`scripts/test` starts it and exports
+//! crash. The time from the kill to the first message pulled from the slave is reported. Then
+//! the master comes back: messages sent to it are consumed, and the group's offsets are
+//! committed to it again, past every message. The cluster is a second one, with slaves (`scripts/test` starts it and exports
 //! `FAILOVER_NAMESRV_ADDR`, `FAILOVER_CLUSTER_DIR` and `FAILOVER_BROKER_PORT`); the master is
 //! started again at the end.
 
@@ -13,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::broker_scenario::{Topic, WAIT, max_offset, sleep, wait_for};
+use super::broker_scenario::{Topic, WAIT, group_offset, max_offset, sleep, wait_for};
 use driver::prelude::*;
 use proto::{Command, RequestCode, ResponseCode};
 use rocketmq_tests::{create_topic, route, unique};
@@ -107,13 +109,16 @@ pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix
     let open = Arc::new(AtomicBool::new(false));
     let (bodies, mut received) = futures_channel::mpsc::unbounded();
     let gate = Arc::clone(&open);
-    let consumer = driver::PushConsumer::<R>::builder(unique("failover"))
+    let group = unique("failover");
+    let consumer = driver::PushConsumer::<R>::builder(&group)
         .name_server(&namesrv)
         .subscribe(&name, "*")
         .consume_from(ConsumeFrom::First)
         .configure(|c| {
             c.pull_batch_size = 1;
             c.max_cached_messages_per_queue = 1;
+            // The master's return is noticed at the next route refresh.
+            c.route_refresh_interval = Duration::from_secs(5);
         })
         .build()
         .expect("the consumer's configuration is valid")
@@ -133,6 +138,7 @@ pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix
         });
     // Each queue's first message is held in the handler; nothing else is cached.
     sleep::<R>(Duration::from_secs(3)).await;
+    let killed_at = std::time::Instant::now();
     failover_broker("kill");
     let revive = ReviveMaster;
     wait_for::<R>("the route lists only the slave", || {
@@ -143,7 +149,13 @@ pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix
         })
     })
     .await;
+    let route_moved = killed_at.elapsed();
     open.store(true, Ordering::Release);
+    // The messages after each queue's first were pulled after the kill: from the slave.
+    let first_per_queue: BTreeSet<String> = (0..QUEUES as usize)
+        .map(|i| format!("{name}/before/{i}"))
+        .collect();
+    let mut from_slave_after = None;
 
     let mut seen = BTreeSet::new();
     let runtime = R::default();
@@ -160,12 +172,59 @@ pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix
         )
         .await;
         if let futures_util::future::Either::Left((Some(body), _)) = step {
+            if from_slave_after.is_none() && !first_per_queue.contains(&body) {
+                from_slave_after = Some(killed_at.elapsed());
+            }
             seen.insert(body);
         }
     }
     let unexpected: Vec<_> = seen.difference(&sent).collect();
     assert!(unexpected.is_empty(), "bodies nobody sent: {unexpected:?}");
+    eprintln!(
+        "failover: the route lost the master {route_moved:?} after the kill; the first message \
+         pulled from the slave arrived {:?} after it",
+        from_slave_after.expect("messages after each queue's first came from the slave")
+    );
+
+    // The master comes back: the consumer uses it again. Messages sent to it now are consumed,
+    // and the group's offsets are committed to it (Java's rule: offsets go to the master when
+    // it is in the route), past every message, so none went backwards.
     drop(revive);
+    let revived_at = std::time::Instant::now();
+    wait_for::<R>("the route lists the master again", || {
+        route(&namesrv, &name).is_some_and(|r| {
+            r.broker_datas
+                .iter()
+                .all(|b| b.broker_addrs.contains_key(&0))
+        })
+    })
+    .await;
+    let after = topic.send("after", 2 * QUEUES as usize, None);
+    let deadline = runtime.now() + WAIT;
+    while !after.iter().all(|b| seen.contains(b)) {
+        assert!(
+            runtime.now() < deadline,
+            "not every message sent after the master came back arrived within {WAIT:?}"
+        );
+        let step = futures_util::future::select(
+            futures_util::StreamExt::next(&mut received),
+            runtime.sleep_until(runtime.now() + Duration::from_millis(200)),
+        )
+        .await;
+        if let futures_util::future::Either::Left((Some(body), _)) = step {
+            seen.insert(body);
+        }
+    }
+    let total = i64::try_from(PER_QUEUE + 2).unwrap_or(i64::MAX);
+    wait_for::<R>(
+        "the master holds the group's offsets past every message",
+        || (0..QUEUES).all(|q| group_offset(&master, &group, &name, q) == Ok(Some(total))),
+    )
+    .await;
+    eprintln!(
+        "failover: back on the master {:?} after its restart began",
+        revived_at.elapsed()
+    );
     consumer
         .shutdown()
         .await
