@@ -193,7 +193,10 @@ pub enum Event {
         /// The peer's explanation, which names what was refused.
         remark: Option<String>,
     },
-    /// Records in a pull response did not decode; the consumer re-pulls from the bad record.
+    /// Records in a pull response did not decode; the consumer re-pulls from the bad record
+    /// every `pull_backoff`, never past it. Reported once per bad record, when the queue gets
+    /// stuck there, not at every re-pull; [`QueueStats::stuck`](crate::stats::QueueStats::stuck)
+    /// carries the error meanwhile, and a later pull that decodes clears it.
     CorruptMessages {
         /// The queue.
         queue: MessageQueue,

@@ -582,6 +582,7 @@ impl Consumer {
                 last_pull: s.last_pull,
                 lease_until: s.lease,
                 revoking: s.phase == Phase::Revoking,
+                stuck: s.stuck.as_ref().map(|(_, error)| error.clone()),
             })
             .collect();
         let c = &self.counters;

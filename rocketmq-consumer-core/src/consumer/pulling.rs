@@ -256,11 +256,23 @@ impl Consumer {
                     }
                 });
                 if let Some((error, _)) = corrupt {
-                    self.outputs
-                        .push_back(Output::Event(Event::CorruptMessages { queue: mq, error }));
+                    // Said once: a record that never decodes is re-pulled every `pull_backoff`,
+                    // and the queue's stats carry the error for as long as it stays stuck.
+                    let first = self.queues.get_mut(key).is_some_and(|s| {
+                        let at = s.next_offset;
+                        let before = s.stuck.replace((at, error.clone()));
+                        before.is_none_or(|(offset, _)| offset != at)
+                    });
+                    if first {
+                        self.outputs
+                            .push_back(Output::Event(Event::CorruptMessages { queue: mq, error }));
+                    }
                     self.timers
                         .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
                 } else {
+                    if let Some(state) = self.queues.get_mut(key) {
+                        state.stuck = None;
+                    }
                     self.pull_next(now, key, epoch);
                 }
             }

@@ -41,6 +41,9 @@ pub(crate) struct QueueState {
     pub(crate) last_pull: Option<Instant>,
     /// Revoking with `revoke_hook`: the application's answer the final commit waits for.
     pub(crate) revoke_hook: Option<RequestId>,
+    /// While a record does not decode: its offset (the queue's next) and the decoder's error.
+    /// The queue cannot move on past it; reported once per offset, not at every re-pull.
+    pub(crate) stuck: Option<(i64, String)>,
 }
 
 impl QueueState {
@@ -142,6 +145,7 @@ impl QueueTable {
                 manual_commit: start.manual_commit.then_some(offset),
                 last_pull: None,
                 revoke_hook: None,
+                stuck: None,
             },
         );
         (key, epoch)

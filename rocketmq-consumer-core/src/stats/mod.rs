@@ -95,6 +95,9 @@ pub struct QueueStats {
     pub lease_until: Option<Instant>,
     /// Revoked by a rebalance: waiting for its in-flight deliveries before its final commit.
     pub revoking: bool,
+    /// Why the queue cannot move on, while it cannot: a record at its next offset does not
+    /// decode (the decoder's error; [`crate::Event::CorruptMessages`] said so once).
+    pub stuck: Option<String>,
 }
 
 /// The latency distributions behind [`ConsumerStats::pull_latency`] and
