@@ -391,42 +391,40 @@ struct Reach {
 impl Reach {
     fn observe_pop(&self, event: &driver::PopEvent) {
         match event {
-            driver::PopEvent::Assigned { queues, .. } if !queues.is_empty() => {
-                self.assigned.store(true, Ordering::Relaxed);
-            }
+            driver::PopEvent::Assigned { queues, .. } => self.assigned_some(queues),
             driver::PopEvent::RequestFailed {
                 addr,
                 request,
                 reason,
-            } => {
-                *self
-                    .last_failure
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) =
-                    Some(format!("{request} to {addr}: {reason:?}"));
-            }
+            } => self.failed(addr, request, reason),
             _ => {}
         }
     }
 
     fn observe(&self, event: &driver::Event) {
         match event {
-            driver::Event::Assigned(queues) if !queues.is_empty() => {
-                self.assigned.store(true, Ordering::Relaxed);
-            }
+            driver::Event::Assigned(queues) => self.assigned_some(queues),
             driver::Event::RequestFailed {
                 addr,
                 request,
                 reason,
-            } => {
-                *self
-                    .last_failure
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) =
-                    Some(format!("{request} to {addr}: {reason:?}"));
-            }
+            } => self.failed(addr, request, reason),
             _ => {}
         }
+    }
+
+    fn assigned_some(&self, queues: &[driver::MessageQueue]) {
+        if !queues.is_empty() {
+            self.assigned.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn failed(&self, addr: &str, request: &str, reason: &driver::FailureReason) {
+        *self
+            .last_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            Some(format!("{request} to {addr}: {reason:?}"));
     }
 }
 
