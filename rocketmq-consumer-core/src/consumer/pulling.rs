@@ -302,8 +302,13 @@ impl Consumer {
                     ResponseCode::SUBSCRIPTION_NOT_EXIST | ResponseCode::SUBSCRIPTION_NOT_LATEST
                 ) {
                     self.heartbeat(now);
-                    if code == ResponseCode::SUBSCRIPTION_NOT_EXIST {
-                        self.awaiting_heartbeat.push((addr.to_owned(), key, epoch));
+                    // Once per queue: a broker that keeps refusing while no heartbeat works
+                    // does not grow the list.
+                    let waiting = (addr.to_owned(), key, epoch);
+                    if code == ResponseCode::SUBSCRIPTION_NOT_EXIST
+                        && !self.awaiting_heartbeat.contains(&waiting)
+                    {
+                        self.awaiting_heartbeat.push(waiting);
                     }
                 }
                 self.failed(addr, "PULL_MESSAGE", FailureReason::Refused(code, remark));
