@@ -110,7 +110,15 @@ fn tls_flags_reach_the_cluster_and_bad_certificates_say_why() {
     // cluster's name server is permissive (its broker registers over plain TCP) and answers,
     // and then the broker resets the connection the send goes out on. Either way, one line
     // says which connection failed, and nothing was stored.
-    let args = ["produce", "--namesrv", &namesrv, "--topic", &topic, "--count", "1"];
+    let args = [
+        "produce",
+        "--namesrv",
+        &namesrv,
+        "--topic",
+        &topic,
+        "--count",
+        "1",
+    ];
     let (ok, _, stderr) = rmq_with_env(&args, none);
     assert!(!ok, "plain produce: exit status 1: {stderr}");
     assert!(

@@ -7,6 +7,7 @@
 //!   TLS, and so do they when they also show the client certificate (mutual TLS);
 //! - with a CA that did not sign the servers' certificates, or a server name the certificates
 //!   do not carry, a send fails with the handshake's reason, and nothing connects;
+//! - with a client certificate of a CA the servers do not trust, a send fails;
 //! - with TLS against a plain server, a send fails with the handshake's reason too.
 
 use std::collections::BTreeSet;
@@ -196,6 +197,20 @@ pub(crate) async fn bad_certificates_and_plain_servers_fail_with_reasons<R: Runt
         trusted().server_name("wrong.example"),
         &["NotValidForName", "certificate"],
         "a name the server's certificate does not carry",
+    )
+    .await;
+    // A client certificate the servers do not trust: they ask for one (optional) and check
+    // what they get against the cluster's CA. Under TLS 1.3 the client's side of the handshake
+    // is over before the server has read the certificate, so the refusal is the server's alert
+    // on the first read (Java 4.9: CertificateUnknown; Rust 1.0: UnknownCA).
+    refused::<R>(
+        &namesrv,
+        trusted().client_certificate(
+            env("RMQ_TLS_OTHER_CLIENT_CERT"),
+            env("RMQ_TLS_OTHER_CLIENT_KEY"),
+        ),
+        &["fatal alert"],
+        "a client certificate of a CA the servers do not trust",
     )
     .await;
     // Apache's servers are permissive by default (they answer TLS too), so the plain server is
