@@ -1,0 +1,245 @@
+//! The world's API for scenario tests: what they read (connections opened, deliveries,
+//! acknowledged offsets, the trace) and the hooks that steer one run into a precise situation
+//! (consumers added with their own settings, handlers held and completed by hand, messages
+//! produced to one queue, poll-mode takes).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use bytes::Bytes;
+use consumer_core::{
+    ConsumeFrom, ConsumeOutcome, Consumer, ConsumerConfig, Credentials, DeliveryId, MessageQueue,
+    Polled,
+};
+
+use super::{Ev, Node, SIM_ACCESS_KEY, SIM_SECRET_KEY, World};
+use crate::sim::ConnKey;
+
+/// Hooks for scenario tests that steer the world into one precise situation.
+impl World {
+    /// Deliveries handed out so far.
+    pub fn deliveries(&self) -> u64 {
+        self.deliveries
+    }
+
+    /// Messages produced so far.
+    pub fn produced(&self) -> usize {
+        self.produced.values().map(BTreeSet::len).sum()
+    }
+
+    /// How many connections the consumers asked to open to `addr` so far.
+    pub fn connections_opened(&self, addr: &str) -> usize {
+        self.opened.get(addr).copied().unwrap_or(0)
+    }
+
+    /// The origin of the virtual clock.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// Starts one more consumer, as [`World::add_consumer`] does, with its configuration
+    /// further changed by `adjust` (after [`WorldConfig::consumer_config`]): per-node settings.
+    pub fn add_consumer_with(
+        &mut self,
+        adjust: impl FnOnce(ConsumerConfig) -> ConsumerConfig,
+    ) -> usize {
+        let index = self.nodes.len();
+        let mut config = ConsumerConfig::new(
+            self.config.group.clone(),
+            vec![self.cluster.namesrv_addr().to_owned()],
+        );
+        config.consume_from = ConsumeFrom::First;
+        config.seed = self.config.seed.wrapping_add(index as u64);
+        config.consume_mode = self.config.mode;
+        config.message_model = self.config.model;
+        config.max_reconsume_times = self.config.max_reconsume_times;
+        if self.config.acl {
+            config.credentials = Some(Credentials::new(SIM_ACCESS_KEY, SIM_SECRET_KEY));
+        }
+        config.rate_limit = self
+            .config
+            .rate_limit
+            .map(consumer_core::rate::RateLimit::messages);
+        config.trace = self.config.trace;
+        let config = adjust((self.config.consumer_config)(config));
+        let unix_ms = self.cluster.wall_millis(self.now);
+        let mut consumer = Consumer::new(
+            config,
+            format!("10.0.0.{index}@sim#{index}"),
+            self.now,
+            unix_ms,
+        )
+        .expect("the test's consumer configuration is valid");
+        consumer
+            .subscribe(self.now, &self.config.topic, "*")
+            .expect("the simulation's topic is valid");
+        self.nodes.push(Node {
+            consumer,
+            keys: BTreeMap::new(),
+            outstanding: BTreeMap::new(),
+            report: None,
+            shutting_down: false,
+            events: Vec::new(),
+            delivered: Vec::new(),
+            gave_up: BTreeSet::new(),
+            consumed: BTreeSet::new(),
+            stored: BTreeMap::new(),
+            hold: false,
+            held: Vec::new(),
+            revoking: Vec::new(),
+            traces: Vec::new(),
+            paused: BTreeSet::new(),
+        });
+        self.note(format!("node {index} starts"));
+        index
+    }
+
+    /// Runs until `deadline` as [`World::run_until`] does, and calls `check` after every step
+    /// (after the invariants), so a test can watch a property that must hold throughout.
+    pub fn run_until_with(&mut self, deadline: Instant, mut check: impl FnMut(&Self)) {
+        loop {
+            self.drain();
+            self.check_invariants();
+            check(self);
+            let next = [
+                self.queue.keys().next().map(|(at, _)| *at),
+                self.cluster.poll_timeout(),
+            ]
+            .into_iter()
+            .chain(self.nodes.iter().map(|n| n.consumer.poll_timeout()))
+            .flatten()
+            .min();
+            let Some(next) = next else { break };
+            if next > deadline {
+                break;
+            }
+            self.now = self.now.max(next);
+            self.step();
+        }
+        self.now = self.now.max(deadline);
+    }
+
+    /// Starts a graceful shutdown of node `i` now (does not run the world).
+    pub fn shutdown_one(&mut self, i: usize) {
+        self.shutdown_node(i);
+    }
+
+    /// Has node `i`'s handler finish delivery `id` with `outcome` at `at` (not before now),
+    /// taking it out of [`Node::held`].
+    pub fn complete_at(&mut self, i: usize, id: DeliveryId, outcome: ConsumeOutcome, at: Instant) {
+        self.nodes[i].held.retain(|held| *held != id);
+        let at = at.max(self.now);
+        self.schedule(at, Ev::Complete(i, id, outcome));
+    }
+
+    /// Has node `i`'s handler finish every held delivery successfully at `at`.
+    pub fn release_held(&mut self, i: usize, at: Instant) {
+        for id in std::mem::take(&mut self.nodes[i].held) {
+            self.complete_at(i, id, ConsumeOutcome::Success, at);
+        }
+    }
+
+    /// Produces `n` messages (tag `TagA`) into `queue` now, recorded like the configured
+    /// messages, so the invariants and the final check cover them; returns their offsets.
+    pub fn produce_to(&mut self, queue: &MessageQueue, n: usize) -> Vec<i64> {
+        let mut offsets = Vec::with_capacity(n);
+        for k in 0..n {
+            let body = Bytes::from(format!("{queue:?} message {k} #{}", self.origin.len()));
+            let offset = self.cluster.produce(
+                self.now,
+                queue.topic(),
+                queue.broker_name(),
+                queue.queue_id(),
+                body.clone(),
+                Some("TagA"),
+                None,
+            );
+            self.origin.insert(body, (queue.clone(), offset));
+            self.produced
+                .entry(queue.clone())
+                .or_default()
+                .insert(offset);
+            offsets.push(offset);
+        }
+        self.note(format!("produce {n} into {queue:?}: {offsets:?}"));
+        offsets
+    }
+
+    /// The offsets of `queue` whose delivery some handler completed successfully.
+    pub fn acknowledged(&self, queue: &MessageQueue) -> BTreeSet<i64> {
+        self.acked.get(queue).cloned().unwrap_or_default()
+    }
+
+    /// The last `n` lines of the trace, for assertion messages.
+    pub fn trace_tail(&self, n: usize) -> String {
+        let skip = self.trace.len().saturating_sub(n);
+        self.trace[skip..].join("\n")
+    }
+
+    /// Node `i`'s open connection to `addr` (e.g. [`SimCluster::broker_addr`]), as the
+    /// cluster names it: where [`SimCluster::request_client`] reaches the node.
+    pub fn conn_key(&self, i: usize, addr: &str) -> Option<ConnKey> {
+        self.nodes[i].keys.values().copied().find(|key| {
+            self.key_addr.get(key).is_some_and(|a| a == addr) && self.cluster.is_connected(*key)
+        })
+    }
+
+    /// Poll mode: node `i`'s application takes up to `max` messages now
+    /// (`Consumer::poll_messages`). Taken messages count as consumed, for the invariants and
+    /// [`World::acknowledged`], as the consumer counts them.
+    pub fn poll(&mut self, i: usize, max: usize) -> Option<Polled> {
+        let polled = self.nodes[i].consumer.poll_messages(self.now, max)?;
+        let offsets: Vec<i64> = polled.messages.iter().map(|m| m.queue_offset()).collect();
+        for message in &polled.messages {
+            if let Some((mq, offset)) = self.origin.get(message.body()).cloned() {
+                self.nodes[i].consumed.insert((mq.clone(), offset));
+                self.acked.entry(mq).or_default().insert(offset);
+            }
+        }
+        self.note(format!("node {i} polls {:?}: {offsets:?}", polled.queue));
+        self.drain();
+        Some(polled)
+    }
+
+    /// Poll mode: node `i`'s application hands `polled` back unread (`Consumer::unread`).
+    /// Taken back, its messages no longer count as consumed by node `i`.
+    pub fn unread(&mut self, i: usize, polled: Polled) -> bool {
+        let offsets: Vec<i64> = polled.messages.iter().map(|m| m.queue_offset()).collect();
+        let origins: Vec<(MessageQueue, i64)> = polled
+            .messages
+            .iter()
+            .filter_map(|m| self.origin.get(m.body()).cloned())
+            .collect();
+        let queue = polled.queue.clone();
+        let taken_back = self.nodes[i].consumer.unread(self.now, polled);
+        if taken_back {
+            for (mq, offset) in origins {
+                self.nodes[i].consumed.remove(&(mq.clone(), offset));
+                if let Some(acked) = self.acked.get_mut(&mq) {
+                    acked.remove(&offset);
+                }
+            }
+        }
+        self.note(format!(
+            "node {i} hands back {queue:?}: {offsets:?} (taken back: {taken_back})"
+        ));
+        self.drain();
+        taken_back
+    }
+
+    /// Broadcasting: starts a new process in place of node `from` (shut down first), which
+    /// loads the offset table `from` last stored (`Consumer::load_offsets`) and inherits what
+    /// `from` consumed, so the stored-offset invariant covers it as it covered `from`.
+    pub fn add_consumer_resuming(&mut self, from: usize) -> usize {
+        let stored = self.nodes[from].stored.clone();
+        let consumed = self.nodes[from].consumed.clone();
+        let gave_up = self.nodes[from].gave_up.clone();
+        let index = self.add_consumer();
+        let node = &mut self.nodes[index];
+        node.consumer.load_offsets(stored.clone());
+        node.consumed = consumed;
+        node.gave_up = gave_up;
+        self.note(format!("node {index} resumes node {from} at {stored:?}"));
+        index
+    }
+}

@@ -1,0 +1,508 @@
+//! [`World`]: several real [`Consumer`]s against the [`SimCluster`], over a simulated network
+//! with seeded latency, on a virtual clock, with seeded faults, checking invariants after
+//! every step. Every command crosses the network as bytes through the real codec.
+//!
+//! A failing run panics with its seed (`SIM_SEED=<seed>` replays it) and the tail of a
+//! readable trace.
+//!
+//! By duty: this file holds the configuration, the nodes and the event loop; `network` carries
+//! outputs and answers, `faults` injects the seeded faults, `invariants` checks what must hold,
+//! `api` is what scenario tests call.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use consumer_core::{
+    ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Delivery, DeliveryId, Event,
+    MessageModel, RequestId, ShutdownReport,
+};
+use proto::{MessageQueue, ResponseCode};
+
+use crate::sim::{ConnKey, SimCluster, SimConfig, SimRng};
+use network::decode;
+
+mod api;
+mod faults;
+mod invariants;
+mod network;
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    /// The seed of everything random: latencies, handler times, faults.
+    pub seed: u64,
+    /// The consumer group.
+    pub group: String,
+    /// The topic consumed.
+    pub topic: String,
+    /// Queues of the topic on each broker.
+    pub queues_per_broker: i32,
+    /// Consumers at the start.
+    pub consumers: usize,
+    /// Messages produced, spread over the first half of the run.
+    pub messages: usize,
+    /// How long faults and production go on.
+    pub active: Duration,
+    /// One-way network latency range.
+    pub latency: (Duration, Duration),
+    /// Handler time range.
+    pub handler_time: (Duration, Duration),
+    /// Chance (percent) that a handler asks to reconsume later (or, at random, to retry part
+    /// of its batch, or to suspend).
+    pub reconsume_percent: u64,
+    /// Share (percent) of messages whose handler always fails: they must end in the
+    /// dead-letter queue (clustering) or be given up (broadcasting).
+    pub poison_percent: u64,
+    /// How the consumers consume.
+    pub mode: ConsumeMode,
+    /// Clustering or broadcasting.
+    pub model: MessageModel,
+    /// The consumers' `max_reconsume_times`.
+    pub max_reconsume_times: Option<i32>,
+    /// Inject faults (connection drops, broker restart, member churn, OFFSET_MOVED,
+    /// SYSTEM_BUSY, black-holed connections).
+    pub faults: bool,
+    /// Adjusts each consumer's configuration.
+    pub consumer_config: fn(ConsumerConfig) -> ConsumerConfig,
+    /// ACL on: brokers accept only requests signed as [`SIM_ACCESS_KEY`] with
+    /// [`SIM_SECRET_KEY`], and every consumer has those credentials.
+    pub acl: bool,
+    /// A consumer-wide rate limit (messages a second) on every consumer.
+    pub rate_limit: Option<u32>,
+    /// Faults also pause a random queue of a random member for a few seconds (then resume
+    /// it); no delivery may come from a paused queue.
+    pub pauses: bool,
+    /// Message trace on every consumer; [`World::shutdown_all`] then checks that every
+    /// delivered message was traced before and, once completed, after its handler.
+    pub trace: bool,
+}
+
+/// The access key of the simulated cluster's one ACL user.
+pub const SIM_ACCESS_KEY: &str = "sim-access-key";
+/// Its secret key.
+pub const SIM_SECRET_KEY: &str = "sim-secret-key";
+
+impl WorldConfig {
+    /// A small cluster (2 brokers x 2 queues), 2 consumers, 60 messages, faults on.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            group: "sim-group".into(),
+            topic: "SimTopic".into(),
+            queues_per_broker: 2,
+            consumers: 2,
+            messages: 60,
+            active: Duration::from_secs(60),
+            latency: (Duration::from_micros(100), Duration::from_millis(5)),
+            handler_time: (Duration::from_micros(50), Duration::from_millis(20)),
+            reconsume_percent: 5,
+            poison_percent: 0,
+            mode: ConsumeMode::Concurrent,
+            model: MessageModel::Clustering,
+            max_reconsume_times: None,
+            faults: true,
+            consumer_config: |c| c,
+            acl: false,
+            rate_limit: None,
+            pauses: false,
+            trace: false,
+        }
+    }
+}
+
+impl WorldConfig {
+    /// The seed's variant of the standard run, rotating through the consumer's modes:
+    /// concurrent clustering; the same with poisoned messages and `max_reconsume_times` 2
+    /// (dead-letter path); orderly clustering with poisoned messages; broadcasting with
+    /// poisoned messages. Every other round of four delivers batches of 3 messages instead of 1.
+    /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those; every
+    /// fifth with a rate limit of 25 messages a second, and every other one with message trace.
+    pub fn rotating(seed: u64) -> Self {
+        let mut config = Self::new(seed);
+        config.acl = seed % 3 == 2;
+        config.rate_limit = (seed % 5 == 3).then_some(25);
+        config.pauses = seed % 7 == 5;
+        config.trace = seed % 2 == 1;
+        if (seed / 4) % 2 == 1 {
+            config.consumer_config = |mut c| {
+                c.consume_batch_size = 3;
+                c
+            };
+        }
+        match seed % 4 {
+            0 => {}
+            1 => {
+                config.poison_percent = 10;
+                config.max_reconsume_times = Some(2);
+            }
+            2 => {
+                config.mode = ConsumeMode::Orderly;
+                config.poison_percent = 5;
+                config.max_reconsume_times = Some(2);
+            }
+            _ => {
+                config.model = MessageModel::Broadcasting;
+                config.poison_percent = 5;
+                config.max_reconsume_times = Some(2);
+            }
+        }
+        config
+    }
+}
+
+#[derive(Debug)]
+enum Ev {
+    ToCluster(ConnKey, Bytes),
+    ToNode(usize, ConnId, Bytes),
+    Connected(usize, ConnId),
+    Refused(usize, ConnId),
+    Lost(usize, ConnId),
+    Complete(usize, DeliveryId, ConsumeOutcome),
+    Produce,
+    Fault,
+    Join,
+    BrokerUp(String),
+    Resume(usize, MessageQueue),
+}
+
+/// A delivery whose handler is running.
+#[derive(Debug)]
+struct Outstanding {
+    /// The queue it came from.
+    queue: MessageQueue,
+    /// Where each message was first produced (a retried copy maps to its original).
+    origins: Vec<Option<(MessageQueue, i64)>>,
+}
+
+/// A produced message's place: queue and offset.
+type Position = (MessageQueue, i64);
+
+/// One consumer process.
+#[derive(Debug)]
+pub struct Node {
+    /// The consumer.
+    pub consumer: Consumer,
+    keys: BTreeMap<ConnId, ConnKey>,
+    outstanding: BTreeMap<DeliveryId, Outstanding>,
+    /// Messages this node's handler consumed (by first position).
+    pub consumed: BTreeSet<Position>,
+    /// Broadcasting: the last offset table the node handed out to store.
+    pub stored: BTreeMap<MessageQueue, i64>,
+    /// Set once its shutdown finished.
+    pub report: Option<ShutdownReport>,
+    shutting_down: bool,
+    /// Every event the consumer output, with the time it did.
+    pub events: Vec<(Instant, Event)>,
+    /// Every delivery the consumer handed out, with the time it did.
+    pub delivered: Vec<(Instant, Delivery)>,
+    /// Messages the consumer gave up on (`Event::GaveUp`).
+    pub gave_up: BTreeSet<Position>,
+    /// While set, the node's handler does not complete deliveries on its own: they wait in
+    /// [`Node::held`] until the test completes them ([`World::complete_at`]).
+    pub hold: bool,
+    /// Deliveries handed out while [`Node::hold`] was set and not completed by the test yet.
+    pub held: Vec<DeliveryId>,
+    /// With `revoke_hook`: every revoke the consumer announced ([`Output::Revoking`]), with
+    /// the time it did; the world never answers them (a test calls `revoke_done`, or the
+    /// revoke deadline ends them).
+    pub revoking: Vec<(Instant, RequestId, Vec<MessageQueue>)>,
+    /// With `trace`: every message trace record the consumer handed out, with the time.
+    pub traces: Vec<(Instant, proto::trace::TraceRecord)>,
+    /// Queues the node's application paused and has not resumed.
+    pub paused: BTreeSet<MessageQueue>,
+}
+
+/// The simulated world.
+#[derive(Debug)]
+pub struct World {
+    /// The configuration.
+    pub config: WorldConfig,
+    /// The virtual time.
+    pub now: Instant,
+    epoch: Instant,
+    /// The cluster.
+    pub cluster: SimCluster,
+    /// Every consumer ever started, alive or shut down.
+    pub nodes: Vec<Node>,
+    queue: BTreeMap<(Instant, u64), Ev>,
+    seq: u64,
+    next_key: ConnKey,
+    conn_owner: BTreeMap<ConnKey, (usize, ConnId)>,
+    /// The last delivery time scheduled per connection and direction, to keep TCP order.
+    last_at: BTreeMap<(ConnKey, bool), Instant>,
+    rng: SimRng,
+    trace: Vec<String>,
+    produced: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    acked: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    /// Messages whose retry (or dead-letter) copy a broker confirmed to a consumer.
+    sent_back: BTreeMap<MessageQueue, BTreeSet<i64>>,
+    /// Every produced body and where it was produced.
+    origin: BTreeMap<Bytes, Position>,
+    poison: BTreeSet<Bytes>,
+    /// Send-backs in flight, by connection and opaque: the body they carry.
+    send_backs: BTreeMap<(ConnKey, i32), Bytes>,
+    key_addr: BTreeMap<ConnKey, String>,
+    /// Connections the consumers asked for, by address.
+    opened: BTreeMap<String, usize>,
+    restarted_at: BTreeMap<String, Instant>,
+    deliveries: u64,
+    to_produce: usize,
+    slow_until: Instant,
+}
+
+impl World {
+    /// A world per `config`, with its topic created and its consumers started.
+    pub fn new(config: WorldConfig) -> Self {
+        let epoch = Instant::now();
+        let mut sim = SimConfig::new(epoch);
+        sim.seed = config.seed;
+        let mut cluster = SimCluster::new(sim);
+        cluster.create_topic(&config.topic, config.queues_per_broker);
+        if config.acl {
+            cluster.require_signatures(SIM_ACCESS_KEY, SIM_SECRET_KEY);
+        }
+        let mut world = Self {
+            now: epoch,
+            epoch,
+            cluster,
+            nodes: Vec::new(),
+            queue: BTreeMap::new(),
+            seq: 0,
+            next_key: 0,
+            conn_owner: BTreeMap::new(),
+            last_at: BTreeMap::new(),
+            rng: SimRng::new(config.seed ^ 0x5EED),
+            trace: Vec::new(),
+            produced: BTreeMap::new(),
+            acked: BTreeMap::new(),
+            sent_back: BTreeMap::new(),
+            origin: BTreeMap::new(),
+            poison: BTreeSet::new(),
+            send_backs: BTreeMap::new(),
+            key_addr: BTreeMap::new(),
+            opened: BTreeMap::new(),
+            restarted_at: BTreeMap::new(),
+            deliveries: 0,
+            to_produce: config.messages,
+            slow_until: epoch,
+            config,
+        };
+        for _ in 0..world.config.consumers {
+            world.add_consumer();
+        }
+        let active = world.config.active;
+        for i in 0..world.config.messages {
+            let at =
+                world.epoch + active.mul_f64(i as f64 / world.config.messages.max(1) as f64 / 2.0);
+            world.schedule(at, Ev::Produce);
+        }
+        if world.config.faults {
+            for _ in 0..6 {
+                let at =
+                    world.epoch + Duration::from_millis(world.rng.below(active.as_millis() as u64));
+                world.schedule(at, Ev::Fault);
+            }
+            let at = world.epoch + active / 3;
+            world.schedule(at, Ev::Join);
+        }
+        world
+    }
+
+    /// Starts one more consumer.
+    pub fn add_consumer(&mut self) -> usize {
+        self.add_consumer_with(|config| config)
+    }
+
+    /// Runs until `deadline`, checking invariants after every step.
+    pub fn run_until(&mut self, deadline: Instant) {
+        self.run_until_with(deadline, |_| {});
+    }
+
+    /// Runs the configured scenario: the active phase, then a quiet phase long enough for
+    /// every message to be consumed; then checks that nothing was lost and ownership settled.
+    pub fn run(&mut self) {
+        let active_end = self.epoch + self.config.active;
+        self.run_until(active_end);
+        // Quiet: long enough for a rebalance round, reconnects, redeliveries and long polls,
+        // and for poisoned messages to go through their delayed retries.
+        let quiet = if self.config.poison_percent > 0 {
+            150
+        } else {
+            90
+        };
+        self.run_until(active_end + Duration::from_secs(quiet));
+        // A message never handed back to the broker has no excuse to be late: it must be done
+        // by the end of the quiet phase.
+        if let Some(late) = self.late_without_retry() {
+            self.fail(&late);
+        }
+        // Retries back off (10 s, 30 s, 1 min, 2 min, ... 2 h): a message that failed a few
+        // times in a row is still on its way; let its schedule play out (with the default 16
+        // retries that takes up to about 5 h of virtual time).
+        let limit = active_end + Duration::from_secs(6 * 3600);
+        while self.now < limit && self.work_left() {
+            let next = self.now + Duration::from_secs(60);
+            self.run_until(next);
+        }
+        self.check_final();
+    }
+
+    /// Shuts every live consumer down and runs until they closed.
+    pub fn shutdown_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.shutdown_node(i);
+        }
+        let end = self.now + Duration::from_secs(30);
+        self.run_until(end);
+        for (i, node) in self.nodes.iter().enumerate() {
+            self.fail_if(
+                !node.consumer.is_closed(),
+                &format!("node {i} did not close"),
+            );
+        }
+        if self.config.trace {
+            self.check_traces();
+        }
+    }
+
+    fn shutdown_node(&mut self, i: usize) {
+        if let Some(node) = self.nodes.get_mut(i)
+            && !node.shutting_down
+        {
+            node.shutting_down = true;
+            node.consumer.shutdown(self.now);
+            self.note(format!("node {i} shuts down"));
+        }
+    }
+
+    fn step(&mut self) {
+        let now = self.now;
+        // Outputs are drained after every single input, as a driver does, so a check made
+        // when an output is carried out sees the state that produced it.
+        self.cluster.handle_timeout(now);
+        self.drain();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i]
+                .consumer
+                .poll_timeout()
+                .is_some_and(|t| t <= now)
+            {
+                self.nodes[i].consumer.handle_timeout(now);
+                self.drain();
+            }
+        }
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let ev = entry.remove();
+            self.apply(ev);
+            self.drain();
+        }
+    }
+
+    fn apply(&mut self, ev: Ev) {
+        let now = self.now;
+        match ev {
+            Ev::ToCluster(key, bytes) => {
+                if self.cluster.is_connected(key) {
+                    let command = decode(&bytes);
+                    self.watch_send_back(key, &command);
+                    self.cluster.handle_command(now, key, command);
+                }
+            }
+            Ev::ToNode(i, conn, bytes) => {
+                let live = self
+                    .nodes
+                    .get(i)
+                    .is_some_and(|n| n.keys.contains_key(&conn));
+                if live {
+                    let command = decode(&bytes);
+                    if command.is_response()
+                        && let Some(key) = self.nodes[i].keys.get(&conn).copied()
+                        && let Some(body) = self.send_backs.remove(&(key, command.opaque))
+                        && command.response_code() == ResponseCode::SUCCESS
+                        && let Some((mq, offset)) = self.origin.get(&body).cloned()
+                    {
+                        self.note(format!("node {i}: {mq:?}@{offset} sent back"));
+                        self.sent_back.entry(mq).or_default().insert(offset);
+                    }
+                    self.nodes[i].consumer.handle_command(now, conn, command);
+                }
+            }
+            Ev::Connected(i, conn) => self.nodes[i].consumer.handle_connected(now, conn),
+            Ev::Refused(i, conn) | Ev::Lost(i, conn) => {
+                if let Some(key) = self.nodes[i].keys.remove(&conn) {
+                    self.conn_owner.remove(&key);
+                }
+                self.nodes[i].consumer.handle_disconnected(now, conn);
+            }
+            Ev::Complete(i, id, outcome) => {
+                if let Some(out) = self.nodes[i].outstanding.remove(&id)
+                    && !self.nodes[i].consumer.is_closed()
+                {
+                    let consumed = match outcome {
+                        ConsumeOutcome::Success => out.origins.len(),
+                        ConsumeOutcome::Retry { consumed, .. } => consumed,
+                        _ => 0,
+                    };
+                    for (mq, offset) in out.origins.into_iter().take(consumed).flatten() {
+                        self.nodes[i].consumed.insert((mq.clone(), offset));
+                        self.acked.entry(mq).or_default().insert(offset);
+                    }
+                }
+                self.nodes[i].consumer.complete(now, id, outcome);
+            }
+            Ev::Produce => self.produce_one(),
+            Ev::Fault => self.inject_fault(),
+            Ev::Join => {
+                self.add_consumer();
+            }
+            Ev::BrokerUp(broker) => {
+                self.note(format!("{broker} is up again"));
+                self.cluster.set_broker_down(&broker, false);
+            }
+            Ev::Resume(i, queue) => {
+                self.note(format!("node {i} resumes {queue:?}"));
+                self.nodes[i].paused.remove(&queue);
+                let now = self.now;
+                self.nodes[i].consumer.resume(now, &queue);
+            }
+        }
+    }
+
+    fn produce_one(&mut self) {
+        if self.to_produce == 0 {
+            return;
+        }
+        self.to_produce -= 1;
+        let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
+        let broker = brokers[self.rng.index(brokers.len())].clone();
+        let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
+        let body = Bytes::from(format!(
+            "message {}",
+            self.config.messages - self.to_produce
+        ));
+        let offset = self.cluster.produce(
+            self.now,
+            &self.config.topic,
+            &broker,
+            queue_id,
+            body.clone(),
+            Some("TagA"),
+            None,
+        );
+        let mq = MessageQueue::new(&self.config.topic, &broker, queue_id);
+        self.note(format!("produce {mq:?}@{offset}"));
+        self.record_produced(mq, offset, body);
+    }
+
+    fn record_produced(&mut self, mq: MessageQueue, offset: i64, body: Bytes) {
+        if self.rng.chance(self.config.poison_percent, 100) {
+            self.poison.insert(body.clone());
+        }
+        self.origin.insert(body, (mq.clone(), offset));
+        self.produced.entry(mq).or_default().insert(offset);
+    }
+}

@@ -1,0 +1,258 @@
+//! The simulated network: every output of a consumer carried out (connections opened and
+//! closed, commands sent as bytes through the real codec with seeded latency in TCP order,
+//! deliveries handed to a simulated handler), and the cluster's answers carried back.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use consumer_core::{ConsumeMode, ConsumeOutcome, Event, Output};
+use proto::headers::SendMessageRequestV2;
+use proto::{Command, FrameDecoder, HeaderEncoding, RequestCode, frame};
+
+use super::{Ev, Outstanding, Position, World};
+use crate::sim::ConnKey;
+
+impl World {
+    /// Carries out every output of every node and the cluster until none is left.
+    pub(super) fn drain(&mut self) {
+        loop {
+            let mut progress = false;
+            for i in 0..self.nodes.len() {
+                while let Some(output) = self.nodes[i].consumer.poll_output() {
+                    progress = true;
+                    self.on_output(i, output);
+                }
+            }
+            while let Some((key, command)) = self.cluster.poll_output() {
+                progress = true;
+                if let Some(&(i, conn)) = self.conn_owner.get(&key) {
+                    let bytes = encode(&command, self.rng.chance(1, 2));
+                    let at = self.ordered_at(key, false);
+                    self.schedule(at, Ev::ToNode(i, conn, bytes));
+                }
+            }
+            while let Some(key) = self.cluster.poll_closed() {
+                progress = true;
+                if let Some((i, conn)) = self.conn_owner.remove(&key) {
+                    self.nodes[i].keys.remove(&conn);
+                    let at = self.now + self.latency();
+                    self.schedule(at, Ev::Lost(i, conn));
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    pub(super) fn on_output(&mut self, i: usize, output: Output) {
+        match output {
+            Output::Connect { conn, addr } => {
+                *self.opened.entry(addr.clone()).or_default() += 1;
+                self.next_key += 1;
+                let key = self.next_key;
+                let at = self.now + self.latency();
+                if self.cluster.connect(key, &addr) {
+                    self.key_addr.insert(key, addr.clone());
+                    self.conn_owner.insert(key, (i, conn));
+                    self.nodes[i].keys.insert(conn, key);
+                    self.schedule(at, Ev::Connected(i, conn));
+                } else {
+                    self.schedule(at, Ev::Refused(i, conn));
+                }
+            }
+            Output::Send { conn, command } => {
+                if let Some(&key) = self.nodes[i].keys.get(&conn) {
+                    let bytes = encode(&command, false);
+                    let at = self.ordered_at(key, true);
+                    self.schedule(at, Ev::ToCluster(key, bytes));
+                }
+            }
+            Output::Revoking { request, queues } => {
+                self.nodes[i].revoking.push((self.now, request, queues));
+            }
+            Output::Trace(batch) => {
+                let records = match proto::trace::TraceRecord::decode_all(&batch.data) {
+                    Ok(records) => records,
+                    Err(e) => self.fail(&format!("node {i} traced undecodable records: {e}")),
+                };
+                self.fail_if(
+                    records.len() != batch.records,
+                    &format!(
+                        "node {i}: a trace batch counts {} records, holds {}",
+                        batch.records,
+                        records.len()
+                    ),
+                );
+                let now = self.now;
+                self.nodes[i]
+                    .traces
+                    .extend(records.into_iter().map(|r| (now, r)));
+            }
+            Output::Close { conn } => {
+                if let Some(key) = self.nodes[i].keys.remove(&conn) {
+                    self.conn_owner.remove(&key);
+                    self.cluster.disconnect(self.now, key);
+                }
+            }
+            Output::Deliver(delivery) => {
+                self.deliveries += 1;
+                let owned = self.nodes[i]
+                    .consumer
+                    .assignment()
+                    .any(|q| q == delivery.queue);
+                self.fail_if(
+                    !owned,
+                    &format!(
+                        "node {i} delivered {:?} which it does not own",
+                        delivery.queue
+                    ),
+                );
+                self.fail_if(
+                    self.nodes[i].paused.contains(&delivery.queue),
+                    &format!("node {i} delivered {:?}, which it paused", delivery.queue),
+                );
+                if self.config.mode == ConsumeMode::Orderly {
+                    self.check_orderly_delivery(i, &delivery);
+                }
+                let origins: Vec<Option<Position>> = delivery
+                    .messages
+                    .iter()
+                    .map(|m| self.origin.get(m.body()).cloned())
+                    .collect();
+                let poisoned = delivery
+                    .messages
+                    .iter()
+                    .position(|m| self.poison.contains(m.body()));
+                self.nodes[i].outstanding.insert(
+                    delivery.id,
+                    Outstanding {
+                        queue: delivery.queue.clone(),
+                        origins,
+                    },
+                );
+                self.nodes[i].delivered.push((self.now, delivery.clone()));
+                if self.nodes[i].hold {
+                    self.nodes[i].held.push(delivery.id);
+                    return;
+                }
+                let (lo, hi) = self.config.handler_time;
+                let took =
+                    lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1));
+                let len = delivery.messages.len();
+                let outcome = match poisoned {
+                    // A poisoned message never succeeds; those before it may.
+                    Some(0) => ConsumeOutcome::ReconsumeLater,
+                    Some(k) => ConsumeOutcome::Retry {
+                        consumed: k,
+                        delay_level: 0,
+                    },
+                    None if self.rng.chance(self.config.reconsume_percent, 100) => {
+                        match self.rng.below(3) {
+                            0 => ConsumeOutcome::ReconsumeLater,
+                            1 => ConsumeOutcome::Retry {
+                                consumed: self.rng.index(len),
+                                delay_level: 0,
+                            },
+                            _ => ConsumeOutcome::Suspend(Duration::from_millis(
+                                10 + self.rng.below(200),
+                            )),
+                        }
+                    }
+                    None => ConsumeOutcome::Success,
+                };
+                let at = self.now + took;
+                self.schedule(at, Ev::Complete(i, delivery.id, outcome));
+            }
+            Output::StoreOffsets(table) => {
+                self.nodes[i].stored = table.into_iter().collect();
+            }
+            Output::Event(event) => {
+                if let Event::Closed(report) = &event {
+                    self.nodes[i].report = Some(report.clone());
+                }
+                if let Event::GaveUp { queue, offset } = &event {
+                    self.nodes[i].gave_up.insert((queue.clone(), *offset));
+                }
+                self.nodes[i].events.push((self.now, event.clone()));
+                self.note(format!("node {i}: {event:?}"));
+            }
+        }
+    }
+
+    pub(super) fn latency(&mut self) -> Duration {
+        let (lo, hi) = self.config.latency;
+        lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1))
+    }
+
+    /// A delivery time after every earlier one on the same connection and direction.
+    pub(super) fn ordered_at(&mut self, key: ConnKey, to_cluster: bool) -> Instant {
+        let at = self.now + self.latency();
+        let last = self.last_at.entry((key, to_cluster)).or_insert(at);
+        let at = at.max(*last);
+        *last = at;
+        at
+    }
+
+    pub(super) fn schedule(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), ev);
+    }
+
+    /// Remembers a send-back (or a re-send to a retry topic) going to the cluster, to learn
+    /// from its answer that the message is safe in the broker.
+    pub(super) fn watch_send_back(&mut self, key: ConnKey, command: &Command) {
+        if command.is_response() {
+            return;
+        }
+        let body = match command.request_code() {
+            RequestCode::CONSUMER_SEND_MSG_BACK => {
+                let offset = command
+                    .header::<proto::headers::ConsumerSendMsgBackRequest>()
+                    .ok()
+                    .map(|h| h.offset);
+                let broker = self.key_addr.get(&key).and_then(|addr| {
+                    self.cluster
+                        .broker_names()
+                        .find(|b| self.cluster.broker_addr(b) == *addr)
+                        .map(str::to_owned)
+                });
+                match (broker, offset) {
+                    (Some(broker), Some(offset)) => self
+                        .cluster
+                        .message_at_commit_log_offset(&broker, offset)
+                        .map(|m| m.body.clone()),
+                    _ => None,
+                }
+            }
+            RequestCode::SEND_MESSAGE_V2 => command
+                .header::<SendMessageRequestV2>()
+                .ok()
+                .filter(|h| h.topic.starts_with("%RETRY%"))
+                .map(|_| command.body.clone()),
+            _ => None,
+        };
+        if let Some(body) = body {
+            self.send_backs.insert((key, command.opaque), body);
+        }
+    }
+}
+
+pub(super) fn encode(command: &Command, binary: bool) -> Bytes {
+    let mut buf = BytesMut::new();
+    let encoding = if binary {
+        HeaderEncoding::Binary
+    } else {
+        HeaderEncoding::Json
+    };
+    frame::encode(command, encoding, &mut buf).expect("simulated commands fit a frame");
+    buf.freeze()
+}
+
+pub(super) fn decode(bytes: &Bytes) -> Command {
+    let mut buf = BytesMut::from(&bytes[..]);
+    FrameDecoder::default()
+        .decode(&mut buf)
+        .expect("the codec decodes what it encoded")
+        .expect("one whole frame")
+}
