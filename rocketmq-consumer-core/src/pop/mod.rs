@@ -56,6 +56,7 @@ use crate::conn::{Connections, Route};
 use crate::consumer::cluster::ClusterView;
 use crate::namespace::Namespace;
 use crate::output::{ConnId, ConsumeOutcome, FailureReason, RequestId};
+use crate::requests::InFlight;
 use crate::signer::Signer;
 use crate::timer::TimerQueue;
 
@@ -153,14 +154,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug)]
-struct Pending {
-    conn: ConnId,
-    addr: String,
-    kind: Kind,
-    sent: Instant,
-    deadline: Instant,
-}
+type Pending = crate::requests::Pending<Kind>;
 
 /// A simple-mode receive not sent yet (no queue assigned so far).
 #[derive(Debug)]
@@ -183,8 +177,7 @@ pub struct PopConsumer {
     cluster: ClusterView,
     conns: Connections,
     timers: TimerQueue<PopTimer>,
-    pending: BTreeMap<(ConnId, i32), Pending>,
-    next_opaque: i32,
+    requests: InFlight<Kind>,
     /// Wire topic → the queues the brokers assigned.
     assignment: BTreeMap<String, BTreeSet<MessageQueue>>,
     /// Push mode: a poller per assigned queue.
@@ -237,8 +230,7 @@ impl PopConsumer {
             subscriptions: BTreeMap::new(),
             conns: Connections::default(),
             timers: TimerQueue::default(),
-            pending: BTreeMap::new(),
-            next_opaque: 0,
+            requests: InFlight::default(),
             assignment: BTreeMap::new(),
             pollers: BTreeMap::new(),
             next_poller: 0,
@@ -297,8 +289,7 @@ impl PopConsumer {
         if let Some(addr) = self.conns.addr(conn).map(str::to_owned)
             && self.cluster.is_broker(&addr)
             && !self
-                .pending
-                .values()
+                .requests
                 .any(|p| p.conn == conn && matches!(p.kind, Kind::Heartbeat))
         {
             self.heartbeat_to(now, [addr]);
@@ -318,7 +309,7 @@ impl PopConsumer {
             return;
         }
         if command.is_response() {
-            if let Some(pending) = self.pending.remove(&(conn, command.opaque)) {
+            if let Some(pending) = self.requests.answered(conn, command.opaque) {
                 self.conns.answered(now, conn);
                 self.timers
                     .remove(pending.deadline, PopTimer::Request(conn.0, command.opaque));
@@ -576,7 +567,7 @@ impl PopConsumer {
             }
             PopTimer::Request(conn, opaque) => {
                 let conn = ConnId(conn);
-                if let Some(pending) = self.pending.remove(&(conn, opaque)) {
+                if let Some(pending) = self.requests.expired(opaque, now) {
                     let timeouts = self.conns.timed_out(conn);
                     self.answer(now, pending, Err(FailureReason::Timeout));
                     // A peer that keeps the socket open but stopped answering is not waited
@@ -1527,10 +1518,7 @@ impl PopConsumer {
             }
             Kind::Unregister => {
                 if self.lifecycle == Lifecycle::Finishing
-                    && !self
-                        .pending
-                        .values()
-                        .any(|p| matches!(p.kind, Kind::Unregister))
+                    && !self.requests.any(|p| matches!(p.kind, Kind::Unregister))
                 {
                     self.close();
                 }
@@ -1712,8 +1700,7 @@ impl PopConsumer {
     }
 
     fn request(&mut self, now: Instant, addr: &str, mut command: Command, kind: Kind) {
-        self.next_opaque = self.next_opaque.wrapping_add(1);
-        let opaque = self.next_opaque;
+        let opaque = self.requests.next_opaque();
         command.opaque = opaque;
         let deadline = now + self.timeout_of(&kind);
         let (route, command) = self.conns.route(now, addr, command);
@@ -1742,8 +1729,8 @@ impl PopConsumer {
                 return;
             }
         };
-        self.pending.insert(
-            (conn, opaque),
+        self.requests.insert(
+            opaque,
             Pending {
                 conn,
                 addr: addr.to_owned(),
@@ -1760,18 +1747,11 @@ impl PopConsumer {
         if self.conns.disconnected(conn, retry_at).is_none() {
             return;
         }
-        let lost: Vec<(ConnId, i32)> = self
-            .pending
-            .keys()
-            .filter(|(c, _)| *c == conn)
-            .copied()
-            .collect();
-        for key in lost {
-            if let Some(pending) = self.pending.remove(&key) {
-                self.timers
-                    .remove(pending.deadline, PopTimer::Request(key.0.0, key.1));
-                self.answer(now, pending, Err(FailureReason::Disconnected));
-            }
+        // One at a time: failing one may close the consumer, which ends the others.
+        while let Some((opaque, pending)) = self.requests.next_lost_on(conn) {
+            self.timers
+                .remove(pending.deadline, PopTimer::Request(conn.0, opaque));
+            self.answer(now, pending, Err(FailureReason::Disconnected));
         }
     }
 
@@ -1820,7 +1800,7 @@ impl PopConsumer {
         }
         self.lifecycle = Lifecycle::Closed;
         self.timers.clear();
-        self.pending.clear();
+        self.requests.clear();
         for conn in self.conns.ids() {
             self.outputs.push_back(PopOutput::Close { conn });
         }
