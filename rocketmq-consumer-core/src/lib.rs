@@ -56,6 +56,7 @@ pub mod pull;
 pub mod queue;
 pub mod rate;
 pub mod rebalance;
+mod requests;
 pub mod signer;
 pub mod stats;
 mod timer;

@@ -1,5 +1,6 @@
-//! The request layer: every request in flight by opaque, with its kind and deadline, and the
-//! confirmed commits held back until the one in flight to their broker is answered.
+//! The request layer: every request in flight by opaque, with its kind and deadline (in the
+//! crate's [`InFlight`] table, which the pop consumer keeps its own in too), and the confirmed
+//! commits held back until the one in flight to their broker is answered.
 //!
 //! A request ends exactly once: answered on its connection, timed out, or failed with the
 //! connection it went out on ([`Requests::lost_on`]); the consumer's `answer` takes it from
@@ -13,17 +14,10 @@ use proto::{Command, MessageQueue};
 use super::send_back::SendBack;
 use crate::id::{Epoch, QueueKey};
 use crate::output::{ConnId, RequestId};
+use crate::requests::InFlight;
 
 /// A request in flight.
-#[derive(Debug)]
-pub(crate) struct Pending {
-    pub(crate) conn: ConnId,
-    pub(crate) addr: String,
-    pub(crate) kind: PendingKind,
-    pub(crate) sent: Instant,
-    /// When it fails with [`FailureReason::Timeout`] unless answered.
-    pub(crate) deadline: Instant,
-}
+pub(crate) type Pending = crate::requests::Pending<PendingKind>;
 
 /// What a request is for, with what its answer needs.
 #[derive(Debug, Clone)]
@@ -114,72 +108,44 @@ impl PendingKind {
 }
 
 /// Every request in flight, and the held-back commits.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Requests {
-    pending: BTreeMap<i32, Pending>,
-    next_opaque: i32,
+    in_flight: InFlight<PendingKind>,
     /// Confirmed commits waiting for the one in flight to their broker, by address.
     held_commits: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
-}
-
-impl Default for Requests {
-    fn default() -> Self {
-        Self {
-            pending: BTreeMap::new(),
-            next_opaque: 1,
-            held_commits: BTreeMap::new(),
-        }
-    }
 }
 
 impl Requests {
     /// A fresh opaque (positive, wrapping before `i32::MAX`).
     pub(crate) fn next_opaque(&mut self) -> i32 {
-        let opaque = self.next_opaque;
-        self.next_opaque = self.next_opaque.checked_add(1).unwrap_or(1);
-        opaque
+        self.in_flight.next_opaque()
     }
 
     /// Records a request sent (or queued) with `opaque`.
     pub(crate) fn insert(&mut self, opaque: i32, pending: Pending) {
-        self.pending.insert(opaque, pending);
+        self.in_flight.insert(opaque, pending);
     }
 
     /// Ends and returns the request a response with `opaque` on `conn` answers; `None` when
     /// no request of ours on that connection has the opaque (the same opaque on another
     /// connection is not ours: that request stays in flight).
     pub(crate) fn answered(&mut self, conn: ConnId, opaque: i32) -> Option<Pending> {
-        if self.pending.get(&opaque)?.conn != conn {
-            return None;
-        }
-        self.pending.remove(&opaque)
+        self.in_flight.answered(conn, opaque)
     }
 
     /// Ends request `opaque` if its deadline has passed at `now`.
     pub(crate) fn expired(&mut self, opaque: i32, now: Instant) -> Option<Pending> {
-        if self.pending.get(&opaque)?.deadline <= now {
-            self.pending.remove(&opaque)
-        } else {
-            None
-        }
+        self.in_flight.expired(opaque, now)
     }
 
     /// Ends every request that went out on `conn` (it was lost).
     pub(crate) fn lost_on(&mut self, conn: ConnId) -> Vec<Pending> {
-        let lost: Vec<i32> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.conn == conn)
-            .map(|(opaque, _)| *opaque)
-            .collect();
-        lost.into_iter()
-            .filter_map(|opaque| self.pending.remove(&opaque))
-            .collect()
+        self.in_flight.lost_on(conn)
     }
 
     /// Whether a request in flight matches `wanted`.
     pub(crate) fn any(&self, wanted: impl Fn(&Pending) -> bool) -> bool {
-        self.pending.values().any(wanted)
+        self.in_flight.any(wanted)
     }
 
     /// Holds a confirmed commit to `addr` back while another is in flight there; gives it
@@ -227,12 +193,9 @@ impl Requests {
     /// Forgets everything (the consumer closed); returns the kinds of the requests still in
     /// flight and of the commits never sent.
     pub(crate) fn clear(&mut self) -> Vec<PendingKind> {
-        let pending = std::mem::take(&mut self.pending);
         let held = std::mem::take(&mut self.held_commits);
-        pending
-            .into_values()
-            .map(|p| p.kind)
-            .chain(held.into_values().flatten().map(|(_, kind)| kind))
-            .collect()
+        let mut kinds = self.in_flight.clear();
+        kinds.extend(held.into_values().flatten().map(|(_, kind)| kind));
+        kinds
     }
 }

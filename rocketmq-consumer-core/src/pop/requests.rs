@@ -1,0 +1,161 @@
+//! The request layer: what each request is for ([`Kind`]), and how one goes out and ends
+//! without an answer. The requests in flight are the crate's [`InFlight`] table (opaques,
+//! connections, deadlines), which the push consumer keeps its own in too; `fire` times them
+//! out, and a lost connection fails its own here.
+
+use std::time::{Duration, Instant};
+
+use proto::headers::ReceiptHandle;
+use proto::{Command, MessageQueue};
+
+use super::held::HeldId;
+use super::{PopConsumer, PopOutput, PopTimer};
+use crate::conn::Route;
+use crate::output::{ConnId, FailureReason, RequestId};
+#[cfg(doc)]
+use crate::requests::InFlight;
+
+/// A request in flight.
+pub(super) type Pending = crate::requests::Pending<Kind>;
+
+/// What a request is for, with what its answer needs.
+#[derive(Debug)]
+pub(super) enum Kind {
+    /// `GET_ROUTEINFO_BY_TOPIC` for this wire topic.
+    Route(String),
+    /// `HEART_BEAT` to one broker.
+    Heartbeat,
+    /// `SET_MESSAGE_REQUEST_MODE` to POP for one topic on one broker.
+    SetMode,
+    /// `QUERY_ASSIGNMENT` for this wire topic.
+    Assignment(String),
+    /// `POP_MESSAGE` of one queue, for a poller (push mode) or a receive (simple mode).
+    Pop {
+        queue: MessageQueue,
+        /// The subscribed topic (wire name).
+        topic: String,
+        /// Push mode: the poller's sequence number.
+        poller: Option<u64>,
+        /// Simple mode: the receive it answers.
+        receive: Option<RequestId>,
+    },
+    /// The ack of these held messages (a batch ack when several).
+    Ack(Vec<HeldId>),
+    /// A failed message made invisible for its retry backoff.
+    Retry(HeldId),
+    /// A running delivery's message kept invisible.
+    Renew(HeldId),
+    /// A message out of attempts on its way to `%DLQ%<group>`.
+    DeadLetter(HeldId),
+    /// A message not delivered made visible again (or, orderly, held back).
+    Release(HeldId),
+    /// Simple mode: the application's ack.
+    AppAck(RequestId),
+    /// Simple mode: the application's invisibility change of the message (topic, handle).
+    AppChange(RequestId, String, ReceiptHandle),
+    /// `UNREGISTER_CLIENT` at shutdown.
+    Unregister,
+}
+
+impl Kind {
+    /// The request's name in [`PopEvent::RequestFailed`](super::PopEvent::RequestFailed) and
+    /// [`PopEvent::SettleFailed`](super::PopEvent::SettleFailed).
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Self::Route(_) => "GET_ROUTEINFO_BY_TOPIC",
+            Self::Heartbeat => "HEART_BEAT",
+            Self::SetMode => "SET_MESSAGE_REQUEST_MODE",
+            Self::Assignment(_) => "QUERY_ASSIGNMENT",
+            Self::Pop { .. } => "POP_MESSAGE",
+            Self::Ack(ids) if ids.len() > 1 => "BATCH_ACK_MESSAGE",
+            Self::Ack(_) | Self::AppAck(_) => "ACK_MESSAGE",
+            Self::Retry(_) | Self::Renew(_) | Self::Release(_) | Self::AppChange(..) => {
+                "CHANGE_MESSAGE_INVISIBLETIME"
+            }
+            Self::DeadLetter(_) => "CONSUMER_SEND_MSG_BACK",
+            Self::Unregister => "UNREGISTER_CLIENT",
+        }
+    }
+}
+
+impl PopConsumer {
+    /// How long a request of `kind` may go unanswered: a pop, the long poll and some grace.
+    fn timeout_of(&self, kind: &Kind) -> Duration {
+        match kind {
+            Kind::Pop { .. } => self.config.poll_time + self.config.poll_grace,
+            _ => self.config.request_timeout,
+        }
+    }
+
+    /// Sends `command` to `addr` as a request of `kind` under a fresh opaque (opening a
+    /// connection when there is none), and sets its deadline; an address that failed recently
+    /// fails it at once.
+    pub(super) fn request(&mut self, now: Instant, addr: &str, mut command: Command, kind: Kind) {
+        let opaque = self.requests.next_opaque();
+        command.opaque = opaque;
+        let deadline = now + self.timeout_of(&kind);
+        let (route, command) = self.conns.route(now, addr, command);
+        let conn = match route {
+            Route::Send(conn) => {
+                if let Some(command) = command {
+                    self.outputs.push_back(PopOutput::Send { conn, command });
+                }
+                conn
+            }
+            Route::Queued(conn) => conn,
+            Route::Opening(conn) => {
+                self.timers
+                    .set(now + self.config.connect_timeout, PopTimer::Connect(conn));
+                conn
+            }
+            Route::Unavailable => {
+                let pending = Pending {
+                    conn: ConnId(0),
+                    addr: addr.to_owned(),
+                    kind,
+                    sent: now,
+                    deadline,
+                };
+                self.answer(now, pending, Err(FailureReason::Disconnected));
+                return;
+            }
+        };
+        self.requests.insert(
+            opaque,
+            Pending {
+                conn,
+                addr: addr.to_owned(),
+                kind,
+                sent: now,
+                deadline,
+            },
+        );
+        self.timers.set(deadline, PopTimer::Request(conn.0, opaque));
+    }
+
+    /// A request that could not even be sent (no address for its broker).
+    pub(super) fn answer_unsent(&mut self, now: Instant, kind: Kind) {
+        let pending = Pending {
+            conn: ConnId(0),
+            addr: String::new(),
+            kind,
+            sent: now,
+            deadline: now,
+        };
+        self.answer(now, pending, Err(FailureReason::Disconnected));
+    }
+
+    /// `conn` is gone: its address waits `reconnect_backoff`, and its requests fail.
+    pub(super) fn connection_lost(&mut self, now: Instant, conn: ConnId) {
+        let retry_at = now + self.config.reconnect_backoff;
+        if self.conns.disconnected(conn, retry_at).is_none() {
+            return;
+        }
+        // One at a time: failing one may close the consumer, which ends the others.
+        while let Some((opaque, pending)) = self.requests.next_lost_on(conn) {
+            self.timers
+                .remove(pending.deadline, PopTimer::Request(conn.0, opaque));
+            self.answer(now, pending, Err(FailureReason::Disconnected));
+        }
+    }
+}
