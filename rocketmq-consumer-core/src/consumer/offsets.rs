@@ -52,7 +52,7 @@ impl Consumer {
     }
 
     /// Sends a confirmed commit to `addr`, or holds it behind the one in flight there (see
-    /// [`Requests::hold_commit`]).
+    /// [`Requests::hold_commit`](super::requests::Requests::hold_commit)).
     pub(super) fn request_commit(
         &mut self,
         now: Instant,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use consumer_core::MessageQueue;
 
-use super::{Ev, World};
+use super::{Ev, Partition, World};
 use crate::sim::{ConnKey, Fault};
 
 impl World {
@@ -18,7 +18,19 @@ impl World {
             self.pause_a_queue(&broker);
             return;
         }
-        match self.rng.below(9) {
+        match self.rng.below(10) {
+            8 => {
+                // A partition between every client and one broker or the name server: what is
+                // open goes dead, new connections hang, for a few seconds.
+                let mut addrs: Vec<String> = brokers
+                    .iter()
+                    .map(|b| self.cluster.broker_addr(b))
+                    .collect();
+                addrs.push(self.cluster.namesrv_addr().to_owned());
+                let addr = addrs[self.rng.index(addrs.len())].clone();
+                let lasts = Duration::from_millis(2000 + self.rng.below(8000));
+                self.partition(&addr, lasts);
+            }
             0 if self.rng.chance(1, 2) => {
                 // Every connection to the broker goes dead without a FIN, as behind a firewall
                 // that lost its state: nothing arrives either way, nothing closes; the
@@ -123,5 +135,57 @@ impl World {
         self.nodes[i].consumer.pause(&queue);
         let at = self.now + pause_for;
         self.schedule(at, Ev::Resume(i, queue));
+    }
+
+    /// Cuts every client off from `addr` for `lasts`: the connections open to it carry nothing
+    /// from now on (for ever: they stay dead after the partition heals, as behind a firewall
+    /// that lost their state), and connections opened meanwhile hang.
+    pub(super) fn partition(&mut self, addr: &str, lasts: Duration) {
+        if self.partitioned.contains_key(addr) {
+            return;
+        }
+        self.note(format!("fault: partition from {addr} for {lasts:?}"));
+        let open: Vec<ConnKey> = self
+            .key_addr
+            .iter()
+            .filter(|(key, a)| *a == addr && self.conn_owner.contains_key(key))
+            .map(|(key, _)| *key)
+            .collect();
+        self.black_holed.extend(open);
+        self.partitioned.insert(
+            addr.to_owned(),
+            Partition {
+                since: self.now,
+                connects: 0,
+            },
+        );
+        let at = self.now + lasts;
+        self.schedule(at, Ev::Heal(addr.to_owned()));
+    }
+
+    /// The partition from `addr` ends. The consumers must not have hammered it meanwhile:
+    /// each tries at most about once a reconnect backoff (1 s), whatever it was doing.
+    pub(super) fn heal(&mut self, addr: &str) {
+        let Some(partition) = self.partitioned.remove(addr) else {
+            return;
+        };
+        let lasted = self.now.saturating_duration_since(partition.since);
+        let nodes = self
+            .nodes
+            .iter()
+            .filter(|n| !n.consumer.is_closed())
+            .count();
+        let bound = nodes.max(1) * (lasted.as_secs() as usize + 2);
+        self.note(format!(
+            "partition from {addr} heals after {lasted:?}: {} connects tried",
+            partition.connects
+        ));
+        self.fail_if(
+            partition.connects > bound,
+            &format!(
+                "{} connects to partitioned {addr} in {lasted:?} by {nodes} consumers (bound {bound})",
+                partition.connects
+            ),
+        );
     }
 }

@@ -163,6 +163,8 @@ enum Ev {
     Fault,
     Join,
     BrokerUp(String),
+    /// The partition of this address ends.
+    Heal(String),
     Resume(usize, MessageQueue),
 }
 
@@ -173,6 +175,15 @@ struct Outstanding {
     queue: MessageQueue,
     /// Where each message was first produced (a retried copy maps to its original).
     origins: Vec<Option<(MessageQueue, i64)>>,
+}
+
+/// A partition between every client and one address.
+#[derive(Debug)]
+struct Partition {
+    /// When it began.
+    since: Instant,
+    /// Connections the consumers tried to open to the address meanwhile.
+    connects: usize,
 }
 
 /// A produced message's place: queue and offset.
@@ -246,6 +257,11 @@ pub struct World {
     /// Connections the consumers asked for, by address.
     opened: BTreeMap<String, usize>,
     restarted_at: BTreeMap<String, Instant>,
+    /// Addresses cut off from every client until the time given: connections to them carry
+    /// nothing and new ones hang (`World::partition`).
+    partitioned: BTreeMap<String, Partition>,
+    /// Connections that carry nothing either way, for ever (a firewall that lost their state).
+    black_holed: BTreeSet<ConnKey>,
     deliveries: u64,
     to_produce: usize,
     slow_until: Instant,
@@ -283,6 +299,8 @@ impl World {
             key_addr: BTreeMap::new(),
             opened: BTreeMap::new(),
             restarted_at: BTreeMap::new(),
+            partitioned: BTreeMap::new(),
+            black_holed: BTreeSet::new(),
             deliveries: 0,
             to_produce: config.messages,
             slow_until: epoch,
@@ -406,7 +424,7 @@ impl World {
         let now = self.now;
         match ev {
             Ev::ToCluster(key, bytes) => {
-                if self.cluster.is_connected(key) {
+                if self.cluster.is_connected(key) && !self.black_holed.contains(&key) {
                     let command = decode(&bytes);
                     self.watch_send_back(key, &command);
                     self.cluster.handle_command(now, key, command);
@@ -416,7 +434,8 @@ impl World {
                 let live = self
                     .nodes
                     .get(i)
-                    .is_some_and(|n| n.keys.contains_key(&conn));
+                    .and_then(|n| n.keys.get(&conn))
+                    .is_some_and(|key| !self.black_holed.contains(key));
                 if live {
                     let command = decode(&bytes);
                     if command.is_response()
@@ -459,6 +478,7 @@ impl World {
             Ev::Join => {
                 self.add_consumer();
             }
+            Ev::Heal(addr) => self.heal(&addr),
             Ev::BrokerUp(broker) => {
                 self.note(format!("{broker} is up again"));
                 self.cluster.set_broker_down(&broker, false);

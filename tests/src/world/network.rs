@@ -49,6 +49,13 @@ impl World {
         match output {
             Output::Connect { conn, addr } => {
                 *self.opened.entry(addr.clone()).or_default() += 1;
+                if let Some(partition) = self.partitioned.get_mut(&addr) {
+                    // The SYN goes unanswered: neither connected nor refused. The consumer's
+                    // connect deadline must give up on it.
+                    partition.connects += 1;
+                    self.note(format!("node {i}: connect to {addr} hangs (partitioned)"));
+                    return;
+                }
                 self.next_key += 1;
                 let key = self.next_key;
                 let at = self.now + self.latency();
