@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use proto::Command;
 
+use crate::liveness::{AfterTimeout, TimeoutStreak};
 use crate::output::ConnId;
 use crate::stats::{ConnectionState, ConnectionStats};
 
@@ -20,7 +21,7 @@ struct Entry {
     id: ConnId,
     state: State,
     /// Requests on it that timed out since its last answer.
-    timeouts: u32,
+    timeouts: TimeoutStreak,
     /// When it last answered anything (or opened).
     heard: Instant,
     /// A liveness probe went out on it since it last answered.
@@ -78,7 +79,7 @@ impl Connections {
             Entry {
                 id,
                 state: State::Connecting(vec![command]),
-                timeouts: 0,
+                timeouts: TimeoutStreak::default(),
                 heard: now,
                 probing: false,
             },
@@ -129,7 +130,7 @@ impl Connections {
     /// An answer arrived on connection `id`: it is alive.
     pub(crate) fn answered(&mut self, now: Instant, id: ConnId) {
         if let Some(entry) = self.entry_mut(id) {
-            entry.timeouts = 0;
+            entry.timeouts.handle_answer();
             entry.heard = now;
             entry.probing = false;
         }
@@ -164,11 +165,11 @@ impl Connections {
         self.entry(id).is_some_and(|e| e.probing)
     }
 
-    /// A request on connection `id` timed out: returns how many have in a row.
-    pub(crate) fn timed_out(&mut self, id: ConnId) -> u32 {
-        self.entry_mut(id).map_or(0, |entry| {
-            entry.timeouts += 1;
-            entry.timeouts
+    /// A request on connection `id` timed out: whether the connection is to be closed, now
+    /// that `limit` have in a row ([`TimeoutStreak`]).
+    pub(crate) fn timed_out(&mut self, id: ConnId, limit: u32) -> bool {
+        self.entry_mut(id).is_some_and(|entry| {
+            matches!(entry.timeouts.handle_timeout(limit), AfterTimeout::Close(_))
         })
     }
 
@@ -200,7 +201,7 @@ impl Connections {
                 State::Connecting(_) => ConnectionState::Connecting,
                 State::Connected => ConnectionState::Connected,
             },
-            timeouts: entry.timeouts,
+            timeouts: entry.timeouts.count(),
         });
         let down = self
             .down_until

@@ -48,6 +48,7 @@ pub mod config;
 mod conn;
 pub mod consumer;
 mod id;
+pub mod liveness;
 pub mod namespace;
 pub mod output;
 pub mod pop;

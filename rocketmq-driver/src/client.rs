@@ -9,11 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
+use consumer_core::liveness::{AfterTimeout, TimeoutStreak};
 use futures_channel::{mpsc, oneshot};
 use futures_util::FutureExt;
 use futures_util::future::{self, AbortHandle, Abortable, Either};
@@ -46,6 +47,9 @@ struct Pending {
     waiting: BTreeMap<i32, oneshot::Sender<Command>>,
     /// Set once the connection ended: later calls fail at once instead of waiting.
     closed: Option<String>,
+    /// Calls on it that timed out since it last answered one: the core's rule says when the
+    /// connection is given up.
+    timeouts: TimeoutStreak,
 }
 
 /// One connection: a task owns the socket; callers queue frames and wait on the table.
@@ -54,8 +58,6 @@ struct Conn {
     writes: mpsc::UnboundedSender<Bytes>,
     pending: Mutex<Pending>,
     connected: AtomicBool,
-    /// Calls on it that timed out since it last answered one.
-    timeouts: AtomicU32,
     abort: AbortHandle,
 }
 
@@ -79,8 +81,8 @@ pub(crate) struct Clients<R: Runtime> {
     conns: ConnTable,
     next_opaque: AtomicI32,
     next_conn: AtomicU64,
-    /// The core's rule (`ProducerConfig::close_after_timeouts`): calls in a row that time out
-    /// on one connection before it is closed.
+    /// `ProducerConfig::close_after_timeouts`, for the core's [`TimeoutStreak`]: calls in a
+    /// row that time out on one connection before it is closed.
     close_after_timeouts: u32,
 }
 
@@ -129,16 +131,19 @@ impl<R: Runtime> Clients<R> {
                     .unwrap_or_else(|| "connection closed".to_owned()),
             )),
             Either::Right(((), _)) => {
-                lock(&conn.pending).waiting.remove(&request.opaque);
-                let timeouts = conn.timeouts.fetch_add(1, Ordering::AcqRel) + 1;
-                if !conn.connected.load(Ordering::Acquire) {
-                    // Still opening after a whole send timeout: the address does not answer.
-                    // Drop it so the next call tries afresh rather than queueing behind it.
-                    self.drop_conn(addr, &conn, "connect timed out");
-                } else if timeouts >= self.close_after_timeouts {
-                    // Open but silent (a hung broker, a connection dead without a FIN): the
-                    // next call gets a new connection instead of timing out on this one.
-                    self.drop_conn(addr, &conn, "requests in a row timed out");
+                let after = {
+                    let mut pending = lock(&conn.pending);
+                    pending.waiting.remove(&request.opaque);
+                    if conn.connected.load(Ordering::Acquire) {
+                        pending.timeouts.handle_timeout(self.close_after_timeouts)
+                    } else {
+                        pending.timeouts.handle_timeout_while_opening()
+                    }
+                };
+                // Given up (still opening after a whole send timeout, or open but silent):
+                // the next call gets a new connection instead of waiting behind this one.
+                if let AfterTimeout::Close(why) = after {
+                    self.drop_conn(addr, &conn, &why.to_string());
                 }
                 Err(CallError::Timeout)
             }
@@ -173,7 +178,6 @@ impl<R: Runtime> Clients<R> {
             writes,
             pending: Mutex::default(),
             connected: AtomicBool::new(false),
-            timeouts: AtomicU32::new(0),
             abort,
         });
         conns.insert(addr.to_owned(), Arc::clone(&conn));
@@ -226,8 +230,11 @@ async fn run_conn<R: Runtime>(
             // answers nobody waits for any more (timed out) are dropped.
             let ended = connection::run(stream, queued, |command| {
                 if command.is_response() {
-                    conn.timeouts.store(0, Ordering::Release);
-                    let waiter = lock(&conn.pending).waiting.remove(&command.opaque);
+                    let waiter = {
+                        let mut pending = lock(&conn.pending);
+                        pending.timeouts.handle_answer();
+                        pending.waiting.remove(&command.opaque)
+                    };
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(command);
                     }

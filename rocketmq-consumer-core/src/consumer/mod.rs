@@ -658,8 +658,7 @@ impl Consumer {
                     let probe_lost = matches!(pending.kind, PendingKind::Heartbeat)
                         && self.conns.is_probing(conn);
                     self.answer(now, pending, Err(FailureReason::Timeout));
-                    if self.conns.timed_out(conn) >= self.config.close_after_timeouts || probe_lost
-                    {
+                    if self.conns.timed_out(conn, self.config.close_after_timeouts) || probe_lost {
                         self.drop_connection(now, conn);
                     }
                 }

@@ -469,11 +469,11 @@ impl PopConsumer {
             PopTimer::Request(conn, opaque) => {
                 let conn = ConnId(conn);
                 if let Some(pending) = self.requests.expired(opaque, now) {
-                    let timeouts = self.conns.timed_out(conn);
+                    let give_up = self.conns.timed_out(conn, self.config.close_after_timeouts);
                     self.answer(now, pending, Err(FailureReason::Timeout));
                     // A peer that keeps the socket open but stopped answering is not waited
                     // on for ever: the connection is replaced, its requests fail at once.
-                    if timeouts >= self.config.close_after_timeouts {
+                    if give_up {
                         self.outputs.push_back(PopOutput::Close { conn });
                         self.connection_lost(now, conn);
                     }
