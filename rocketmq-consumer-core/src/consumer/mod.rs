@@ -13,7 +13,8 @@
 //! This file holds the inputs and outputs and decides when things run; the coordinator's
 //! duties are grouped by file: `answer` (how each request ends), `assignment` (routes,
 //! heartbeats, rebalance, queues added and revoked), `pulling` (start offsets, pulls and flow
-//! control), `offsets` (commits), `lease` (orderly locks), `retry` (failed messages),
+//! control), `dispatching` (messages to the handler), `requesting` (requests out, connections
+//! lost), `offsets` (commits), `lease` (orderly locks), `retry` (failed messages),
 //! `broker_request` (what brokers ask of us), `poll` (the poll-mode API) and `shutdown`.
 //! The rules themselves are pure functions of their own modules (`rebalance`, `queue`, `pull`).
 
@@ -24,6 +25,7 @@ mod assignment;
 mod broker_request;
 pub(crate) mod cluster;
 mod deliveries;
+mod dispatching;
 mod lease;
 mod local_offsets;
 mod message_trace;
@@ -32,6 +34,7 @@ mod poll;
 mod pulling;
 mod queues;
 mod rate_hold;
+mod requesting;
 mod requests;
 mod retry;
 mod send_back;
@@ -45,11 +48,11 @@ use proto::body::SubscriptionData;
 use proto::{Command, MessageQueue};
 
 use crate::config::{ConfigError, ConsumeMode, ConsumerConfig, MessageModel};
-use crate::conn::{Connections, Route};
+use crate::conn::Connections;
 pub(crate) use crate::id::{Epoch, QueueKey};
 use crate::namespace::Namespace;
 use crate::output::{
-    ConnId, ConsumeOutcome, Delivery, DeliveryId, FailureReason, Output, RequestId, ShutdownReport,
+    ConnId, ConsumeOutcome, DeliveryId, FailureReason, Output, RequestId, ShutdownReport,
 };
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
@@ -59,9 +62,8 @@ use app_answers::AppAnswers;
 use cluster::ClusterView;
 use deliveries::{Deliveries, Source};
 use local_offsets::LocalOffsets;
-use message_trace::{OpenTrace, ReturnType};
+use message_trace::ReturnType;
 use queues::{Phase, QueueTable, Start};
-use rate_hold::RateHold;
 use requests::{Pending, PendingKind, Requests};
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
@@ -718,196 +720,6 @@ impl Consumer {
         }
     }
 
-    // ----- requests -----
-
-    fn timeout_of(&self, kind: &PendingKind) -> Duration {
-        match kind {
-            PendingKind::Pull { .. } => self.config.pull_timeout,
-            _ => self.config.request_timeout,
-        }
-    }
-
-    fn request(&mut self, now: Instant, addr: &str, mut command: Command, kind: PendingKind) {
-        let opaque = self.requests.next_opaque();
-        command.opaque = opaque;
-        let deadline = now + self.timeout_of(&kind);
-        let (route, command) = self.conns.route(now, addr, command);
-        let conn = match route {
-            Route::Send(conn) => {
-                if let Some(command) = command {
-                    self.outputs.push_back(Output::Send { conn, command });
-                }
-                conn
-            }
-            Route::Queued(conn) => conn,
-            Route::Opening(conn) => {
-                self.timers
-                    .set(now + self.config.connect_timeout, Timer::Connect(conn));
-                conn
-            }
-            Route::Unavailable => {
-                let pending = Pending {
-                    conn: ConnId(0),
-                    addr: addr.to_owned(),
-                    kind,
-                    sent: now,
-                    deadline,
-                };
-                self.answer(now, pending, Err(FailureReason::Disconnected));
-                return;
-            }
-        };
-        self.requests.insert(
-            opaque,
-            Pending {
-                conn,
-                addr: addr.to_owned(),
-                kind,
-                sent: now,
-                deadline,
-            },
-        );
-        self.timers.set(deadline, Timer::Request(conn.0, opaque));
-    }
-
-    fn oneway(&mut self, now: Instant, addr: &str, command: Command) {
-        let mut command = command.oneway();
-        command.opaque = self.requests.next_opaque();
-        match self.conns.route(now, addr, command) {
-            (Route::Send(conn), Some(command)) => {
-                self.outputs.push_back(Output::Send { conn, command });
-            }
-            (Route::Opening(conn), _) => {
-                self.timers
-                    .set(now + self.config.connect_timeout, Timer::Connect(conn));
-            }
-            _ => {}
-        }
-    }
-
-    // ----- deliveries -----
-
-    /// Hands ready messages to the user, round robin over queues with ready messages, until
-    /// `max_in_flight_deliveries` are out.
-    fn dispatch(&mut self, now: Instant) {
-        if self.lifecycle != Lifecycle::Running || self.config.consume_mode == ConsumeMode::Poll {
-            return;
-        }
-        let orderly = self.config.consume_mode == ConsumeMode::Orderly;
-        let leased = self.needs_lock();
-        let mut held = RateHold::default();
-        while self.deliveries.len() < self.config.max_in_flight_deliveries {
-            if held.consumer_wide(&self.rate, now) {
-                break;
-            }
-            let Some(key) = self.queues.next_turn() else {
-                break;
-            };
-            if held.topic_of(&self.rate, &self.queues, now, key) {
-                if held.went_round(key) {
-                    break;
-                }
-                continue;
-            }
-            // Orderly: one batch of a queue at a time, and only under a valid lease; the queue
-            // comes back to the turns when its batch completes or its suspension ends.
-            let batch = self.config.consume_batch_size;
-            let paused = &self.paused;
-            let taken = self.queues.take_turn(key, batch, |state| {
-                state.phase != Phase::Revoking
-                    && !(orderly && (state.pq().is_busy() || (leased && !state.lease_valid(now))))
-                    // A paused queue leaves the turns; `resume` puts it back.
-                    && (paused.is_empty() || !paused.contains(&state.mq))
-            });
-            let Some((queue, epoch, messages)) = taken else {
-                continue;
-            };
-            if messages.is_empty() {
-                continue;
-            }
-            held.handed_out(&mut self.rate, now, &queue, &messages);
-            let source = Source::Queue {
-                key,
-                epoch,
-                offsets: messages.iter().map(|m| m.queue_offset()).collect(),
-            };
-            let trace = self.open_trace(now, &messages);
-            let id = self.deliveries.start(now, source, trace);
-            self.counters.delivered += 1;
-            self.counters.delivered_messages += messages.len() as u64;
-            self.outputs.push_back(Output::Deliver(Delivery {
-                id,
-                queue,
-                messages,
-            }));
-        }
-        self.rate_hold_ends(held);
-    }
-
-    /// With message trace: the `SubBefore` records of a delivery of `messages` starting now
-    /// (out at once), and what its completion's records need.
-    fn open_trace(
-        &mut self,
-        now: Instant,
-        messages: &[proto::message::Message],
-    ) -> Option<OpenTrace> {
-        if !self.config.trace {
-            return None;
-        }
-        self.traced += 1;
-        // 32 hex digits, as Java's `MessageClientIDSetter.createUniqID` request ids: this
-        // consumer's salt (its client id and start time) and a sequence number.
-        let request_id = format!("{:016X}{:016X}", self.trace_salt, self.traced);
-        let group = match &self.namespace {
-            Some(ns) => ns.unwrap(&self.config.group).into_owned(),
-            None => self.config.group.clone(),
-        };
-        let (open, records) = message_trace::open(&group, request_id, self.unix_ms(now), messages)?;
-        self.outputs.push_back(Output::Trace(records));
-        Some(open)
-    }
-
-    /// A rate limit held messages back: wake when the first of them may go.
-    fn rate_hold_ends(&mut self, held: RateHold) {
-        if let Some(at) = held.until {
-            self.counters.rate_limited += 1;
-            self.timers.reset_earlier(at, Timer::RateLimit);
-        }
-    }
-
-    /// Applies a handler's outcome to the queue it came from.
-    fn settle(
-        &mut self,
-        now: Instant,
-        key: QueueKey,
-        epoch: Epoch,
-        offsets: &[i64],
-        outcome: ConsumeOutcome,
-    ) {
-        let leased = self.needs_lock();
-        let Some(state) = self.queues.live(key, epoch) else {
-            self.counters.stale_completions += 1;
-            return;
-        };
-        let revoking = state.phase == Phase::Revoking;
-        if leased && !state.lease_valid(now) {
-            // The lease lapsed while the batch ran: someone else may own the queue now.
-            self.counters.stale_completions += 1;
-            self.lose_lease(now, key, Duration::ZERO);
-            return;
-        }
-        let consumed = outcome.consumed(offsets.len());
-        let (done, failed) = offsets.split_at(consumed);
-        self.queues.change_cache(key, |pq| pq.ack(done));
-        if !failed.is_empty() {
-            self.retry_failed(now, key, epoch, failed, outcome);
-            self.after_queue_change(now, key);
-        } else if revoking {
-            // Acknowledging does not change the phase: no need to look the queue up again.
-            self.maybe_finish_revoke(now, key);
-        }
-    }
-
     /// Finishes a revoke that waited for queue `key`'s cache to change.
     fn after_queue_change(&mut self, now: Instant, key: QueueKey) {
         let Some(state) = self.queues.get(key) else {
@@ -919,34 +731,6 @@ impl Consumer {
     }
 
     // ----- helpers -----
-
-    /// `conn` is gone: its requests fail, its address waits `reconnect_backoff`, a lost
-    /// broker's leases lapse and the routes are looked at soon.
-    fn connection_lost(&mut self, now: Instant, conn: ConnId) {
-        let retry_at = now + self.config.reconnect_backoff;
-        let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
-            return;
-        };
-        for pending in self.requests.lost_on(conn) {
-            self.answer(now, pending, Err(FailureReason::Disconnected));
-        }
-        // A broker that restarted forgot its locks, and this is all we see of a restart.
-        self.lose_leases_on(now, &addr);
-        // A lost broker may have left its routes (a master gone, its slave to read from now):
-        // look soon rather than at the next 30 s refresh. While it stays away this repeats at
-        // most every few seconds, as its reconnects fail.
-        if self.cluster.is_broker(&addr) && self.lifecycle == Lifecycle::Running {
-            self.timers
-                .reset_earlier(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
-        }
-    }
-
-    /// Gives up on `conn` (it did not open in time, or stopped answering): the driver closes
-    /// it, and it is lost as if the peer had closed it; the next request opens a new one.
-    fn drop_connection(&mut self, now: Instant, conn: ConnId) {
-        self.outputs.push_back(Output::Close { conn });
-        self.connection_lost(now, conn);
-    }
 
     fn after_input(&mut self, now: Instant) {
         if self.lifecycle == Lifecycle::Draining && self.drained() {
