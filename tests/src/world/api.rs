@@ -4,7 +4,7 @@
 //! produced to one queue, poll-mode takes).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use consumer_core::{
@@ -91,6 +91,10 @@ impl World {
             paused: BTreeSet::new(),
         });
         self.note(format!("node {index} starts"));
+        if self.config.poller {
+            let at = self.now + Duration::from_millis(5 + self.rng.below(45));
+            self.schedule(at, Ev::Poll(index));
+        }
         index
     }
 
@@ -241,5 +245,33 @@ impl World {
         node.gave_up = gave_up;
         self.note(format!("node {index} resumes node {from} at {stored:?}"));
         index
+    }
+
+    /// Node `i`'s application takes what is ready (up to 4 takes of 32), and comes back in 5
+    /// to 50 ms while the node runs. Nothing taken may come from a queue the node does not own
+    /// or has paused.
+    pub(super) fn application_polls(&mut self, i: usize) {
+        if self.nodes[i].shutting_down || self.nodes[i].consumer.is_closed() {
+            return;
+        }
+        for _ in 0..4 {
+            let Some(polled) = self.poll(i, 32) else {
+                break;
+            };
+            let owned = self.nodes[i]
+                .consumer
+                .assignment()
+                .any(|q| q == polled.queue);
+            self.fail_if(
+                !owned,
+                &format!("node {i} took {:?}, which it does not own", polled.queue),
+            );
+            self.fail_if(
+                self.nodes[i].paused.contains(&polled.queue),
+                &format!("node {i} took {:?}, which it paused", polled.queue),
+            );
+        }
+        let at = self.now + Duration::from_millis(5 + self.rng.below(45));
+        self.schedule(at, Ev::Poll(i));
     }
 }

@@ -76,6 +76,10 @@ pub struct WorldConfig {
     /// Message trace on every consumer; [`World::shutdown_all`] then checks that every
     /// delivered message was traced before and, once completed, after its handler.
     pub trace: bool,
+    /// Poll mode: the application of every consumer takes what is ready every 5 to 50 ms (up
+    /// to 4 takes of 32), as a lite pull consumer's loop does; every message taken counts as
+    /// consumed (auto-commit).
+    pub poller: bool,
 }
 
 /// The access key of the simulated cluster's one ACL user.
@@ -107,6 +111,7 @@ impl WorldConfig {
             rate_limit: None,
             pauses: false,
             trace: false,
+            poller: false,
         }
     }
 }
@@ -118,6 +123,8 @@ impl WorldConfig {
     /// poisoned messages. Every other round of four delivers batches of 3 messages instead of 1.
     /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those; every
     /// fifth with a rate limit of 25 messages a second, and every other one with message trace.
+    /// Every tenth (seeds ending in 9) runs in poll mode instead, its application polling
+    /// ([`WorldConfig::poller`]).
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
         config.acl = seed % 3 == 2;
@@ -147,6 +154,16 @@ impl WorldConfig {
                 config.max_reconsume_times = Some(2);
             }
         }
+        if seed % 10 == 9 {
+            // Poll mode, clustering: no handler, so nothing fails or is traced.
+            config.mode = ConsumeMode::Poll;
+            config.model = MessageModel::Clustering;
+            config.poller = true;
+            config.poison_percent = 0;
+            config.reconsume_percent = 0;
+            config.max_reconsume_times = None;
+            config.trace = false;
+        }
         config
     }
 }
@@ -165,6 +182,8 @@ enum Ev {
     BrokerUp(String),
     /// The partition of this address ends.
     Heal(String),
+    /// Node `.0`'s application takes what is ready ([`WorldConfig::poller`]).
+    Poll(usize),
     Resume(usize, MessageQueue),
 }
 
@@ -479,6 +498,7 @@ impl World {
                 self.add_consumer();
             }
             Ev::Heal(addr) => self.heal(&addr),
+            Ev::Poll(i) => self.application_polls(i),
             Ev::BrokerUp(broker) => {
                 self.note(format!("{broker} is up again"));
                 self.cluster.set_broker_down(&broker, false);
