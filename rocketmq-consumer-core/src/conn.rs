@@ -147,11 +147,13 @@ impl Connections {
         &mut self,
         now: Instant,
         quiet: Duration,
-        busy: impl Fn(ConnId) -> bool,
+        busy: impl Fn(ConnId, &str) -> bool,
     ) -> Vec<String> {
         self.by_addr
             .iter_mut()
-            .filter(|(_, e)| matches!(e.state, State::Connected) && !e.probing && busy(e.id))
+            .filter(|(addr, e)| {
+                matches!(e.state, State::Connected) && !e.probing && busy(e.id, addr)
+            })
             .filter(|(_, e)| now.saturating_duration_since(e.heard) >= quiet)
             .map(|(addr, e)| {
                 e.probing = true;

@@ -117,9 +117,15 @@ impl Consumer {
     /// Heartbeats on the connections that have requests in flight and heard nothing for
     /// `probe_after` (see [`crate::conn::Connections::due_probes`]).
     pub(super) fn probe_quiet_connections(&mut self, now: Instant) {
-        let requests = &self.requests;
-        let quiet = self.conns.due_probes(now, self.config.probe_after, |conn| {
-            requests.any(|p| p.conn == conn)
+        let (requests, cluster, quiet_for) =
+            (&self.requests, &self.cluster, self.config.probe_after);
+        // Brokers only: a name server answers HEART_BEAT with REQUEST_CODE_NOT_SUPPORTED, and
+        // its short requests time out (3 s) and close it after `close_after_timeouts`. And only
+        // with a request out for that long too: one sent a moment ago proves nothing yet.
+        let quiet = self.conns.due_probes(now, quiet_for, |conn, addr| {
+            cluster.is_broker(addr)
+                && requests
+                    .any(|p| p.conn == conn && now.saturating_duration_since(p.sent) >= quiet_for)
         });
         if !quiet.is_empty() {
             self.heartbeat_to(now, quiet);

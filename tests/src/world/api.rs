@@ -196,8 +196,7 @@ impl World {
         let offsets: Vec<i64> = polled.messages.iter().map(|m| m.queue_offset()).collect();
         for message in &polled.messages {
             if let Some((mq, offset)) = self.origin.get(message.body()).cloned() {
-                self.nodes[i].consumed.insert((mq.clone(), offset));
-                self.acked.entry(mq).or_default().insert(offset);
+                self.consumed_now(i, mq, offset);
             }
         }
         self.note(format!("node {i} polls {:?}: {offsets:?}", polled.queue));

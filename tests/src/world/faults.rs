@@ -12,6 +12,7 @@ use crate::sim::{ConnKey, Fault};
 
 impl World {
     pub(super) fn inject_fault(&mut self) {
+        self.fault_lasts(Duration::ZERO);
         let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
         if self.config.pauses && self.rng.chance(1, 3) {
@@ -66,6 +67,7 @@ impl World {
                 self.restarted_at.insert(broker.clone(), self.now);
                 self.cluster.set_broker_down(&broker, true);
                 let at = self.now + down_for;
+                self.fault_lasts(down_for);
                 self.schedule(at, Ev::BrokerUp(broker));
             }
             4 => {
@@ -100,6 +102,7 @@ impl World {
                 // A slow handler: the next deliveries take longer than a revoke waits.
                 self.note("fault: handlers stall for 8 s".into());
                 self.slow_until = self.now + Duration::from_secs(3);
+                self.fault_lasts(Duration::from_secs(3));
             }
             _ => {
                 // A member leaves (never the last one).
@@ -134,6 +137,7 @@ impl World {
         ));
         self.nodes[i].consumer.pause(&queue);
         let at = self.now + pause_for;
+        self.fault_lasts(pause_for);
         self.schedule(at, Ev::Resume(i, queue));
     }
 
@@ -160,6 +164,7 @@ impl World {
             },
         );
         let at = self.now + lasts;
+        self.fault_lasts(lasts);
         self.schedule(at, Ev::Heal(addr.to_owned()));
     }
 

@@ -326,4 +326,27 @@ impl World {
             self.config.seed
         );
     }
+
+    /// Clustering: the longest a message waited to be first consumed, counted from when it
+    /// was produced or from the end of the last fault that began before it was consumed,
+    /// whichever came later. Messages handed back to the broker for a delayed retry are left
+    /// out (their backoff is the broker's schedule), and so is anything never consumed (the
+    /// final checks report that). With the message, for the failure.
+    pub(super) fn longest_wait(&self) -> Option<(Duration, Position)> {
+        self.first_consumed
+            .iter()
+            .filter(|((mq, offset), _)| !self.sent_back.get(mq).is_some_and(|s| s.contains(offset)))
+            .filter_map(|(position, consumed)| {
+                let produced = *self.produced_at.get(position)?;
+                let fault_end = self
+                    .faults
+                    .iter()
+                    .filter(|(began, _)| began <= consumed)
+                    .map(|(_, ended)| *ended)
+                    .max();
+                let from = fault_end.map_or(produced, |end| end.max(produced));
+                Some((consumed.saturating_duration_since(from), position.clone()))
+            })
+            .max()
+    }
 }
