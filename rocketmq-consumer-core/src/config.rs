@@ -165,8 +165,8 @@ pub struct ConsumerConfig {
     /// it is closed and opened again (3): a peer that keeps the socket open but stopped
     /// answering (a hung process, a half-open connection) is not waited on for ever.
     pub close_after_timeouts: u32,
-    /// How long a connection with requests in flight may hear nothing before it is probed
-    /// with a heartbeat (10 s); a probe unanswered within `request_timeout` closes the
+    /// How long a broker connection with a request out for as long may hear nothing before it
+    /// is probed with a heartbeat (10 s); a probe unanswered within `request_timeout` closes the
     /// connection at once, and it is opened again. Pulls long-poll for `long_poll_suspend`
     /// and time out only after `pull_timeout`, so without a probe a connection that died
     /// without a FIN (a firewall that dropped its state) would hold its queues' pulls until
