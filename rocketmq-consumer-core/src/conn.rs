@@ -162,6 +162,12 @@ impl Connections {
             .collect()
     }
 
+    /// How long connection `id` has heard nothing (since it opened or last answered).
+    pub(crate) fn quiet_for(&self, now: Instant, id: ConnId) -> Duration {
+        self.entry(id)
+            .map_or(Duration::ZERO, |e| now.saturating_duration_since(e.heard))
+    }
+
     /// Whether a liveness probe is out on connection `id`, unanswered.
     pub(crate) fn is_probing(&self, id: ConnId) -> bool {
         self.entry(id).is_some_and(|e| e.probing)

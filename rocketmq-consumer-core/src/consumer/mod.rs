@@ -659,8 +659,15 @@ impl Consumer {
                     // `probe_after` and then not even a heartbeat answer.
                     let probe_lost = matches!(pending.kind, PendingKind::Heartbeat)
                         && self.conns.is_probing(conn);
+                    // A request unanswered on a connection that has heard nothing at all for
+                    // `probe_after` is the probe's verdict without a probe: short requests
+                    // (heartbeats, member lists) never stay out long enough to be probed.
+                    let silent = self.conns.quiet_for(now, conn) >= self.config.probe_after;
                     self.answer(now, pending, Err(FailureReason::Timeout));
-                    if self.conns.timed_out(conn, self.config.close_after_timeouts) || probe_lost {
+                    if self.conns.timed_out(conn, self.config.close_after_timeouts)
+                        || probe_lost
+                        || silent
+                    {
                         self.drop_connection(now, conn);
                     }
                 }
