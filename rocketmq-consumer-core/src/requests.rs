@@ -13,6 +13,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use proto::Command;
+
+use crate::conn::{Connections, Route};
 use crate::output::ConnId;
 
 /// A request in flight.
@@ -31,6 +34,19 @@ pub(crate) struct Pending<K, T = Instant> {
     pub(crate) deadline: T,
 }
 
+/// A request placed on a connection by [`InFlight::place`]: what the caller still has to do.
+#[derive(Debug)]
+pub(crate) struct Placed {
+    /// The connection it went out (or waits to go out) on.
+    pub(crate) conn: ConnId,
+    /// Its opaque, for its deadline's timer.
+    pub(crate) opaque: i32,
+    /// The command to write on `conn` now, when the connection is open.
+    pub(crate) send: Option<Command>,
+    /// Whether `conn` was opened for it just now: its connect deadline is to be set.
+    pub(crate) opening: bool,
+}
+
 /// Every request in flight, by opaque (so in the order they were sent, until the opaques wrap).
 #[derive(Debug)]
 pub(crate) struct InFlight<K, T = Instant> {
@@ -44,6 +60,57 @@ impl<K, T> Default for InFlight<K, T> {
             pending: BTreeMap::new(),
             next_opaque: 1,
         }
+    }
+}
+
+impl<K> InFlight<K> {
+    /// Gives `command` a fresh opaque, routes it to `addr` on `conns` (opening a connection when
+    /// there is none, queueing it while that opens) and records it in flight until `deadline`.
+    /// An address that failed recently takes nothing: the request comes back, for the caller
+    /// to fail at once.
+    pub(crate) fn place(
+        &mut self,
+        conns: &mut Connections,
+        now: Instant,
+        addr: &str,
+        mut command: Command,
+        kind: K,
+        deadline: Instant,
+    ) -> Result<Placed, Pending<K>> {
+        let opaque = self.next_opaque();
+        command.opaque = opaque;
+        let (route, send) = conns.route(now, addr, command);
+        let (conn, opening) = match route {
+            Route::Send(conn) => (conn, false),
+            Route::Queued(conn) => (conn, false),
+            Route::Opening(conn) => (conn, true),
+            Route::Unavailable => {
+                return Err(Pending {
+                    conn: ConnId(0),
+                    addr: addr.to_owned(),
+                    kind,
+                    sent: now,
+                    deadline,
+                });
+            }
+        };
+        self.insert(
+            opaque,
+            Pending {
+                conn,
+                addr: addr.to_owned(),
+                kind,
+                sent: now,
+                deadline,
+            },
+        );
+        Ok(Placed {
+            conn,
+            opaque,
+            // Only an open connection gives the command back; a queued one holds it.
+            send,
+            opening,
+        })
     }
 }
 

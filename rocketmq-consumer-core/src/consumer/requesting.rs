@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use proto::Command;
 
-use super::requests::{Pending, PendingKind};
+use super::requests::PendingKind;
 use super::{Consumer, Lifecycle};
 use crate::conn::Route;
 use crate::output::{ConnId, FailureReason, Output};
@@ -23,49 +23,32 @@ impl Consumer {
         &mut self,
         now: Instant,
         addr: &str,
-        mut command: Command,
+        command: Command,
         kind: PendingKind,
     ) {
-        let opaque = self.requests.next_opaque();
-        command.opaque = opaque;
         let deadline = now + self.timeout_of(&kind);
-        let (route, command) = self.conns.route(now, addr, command);
-        let conn = match route {
-            Route::Send(conn) => {
-                if let Some(command) = command {
-                    self.outputs.push_back(Output::Send { conn, command });
+        match self
+            .requests
+            .place(&mut self.conns, now, addr, command, kind, deadline)
+        {
+            Ok(placed) => {
+                if let Some(command) = placed.send {
+                    self.outputs.push_back(Output::Send {
+                        conn: placed.conn,
+                        command,
+                    });
                 }
-                conn
-            }
-            Route::Queued(conn) => conn,
-            Route::Opening(conn) => {
+                if placed.opening {
+                    self.timers.set(
+                        now + self.config.connect_timeout,
+                        Timer::Connect(placed.conn),
+                    );
+                }
                 self.timers
-                    .set(now + self.config.connect_timeout, Timer::Connect(conn));
-                conn
+                    .set(deadline, Timer::Request(placed.conn.0, placed.opaque));
             }
-            Route::Unavailable => {
-                let pending = Pending {
-                    conn: ConnId(0),
-                    addr: addr.to_owned(),
-                    kind,
-                    sent: now,
-                    deadline,
-                };
-                self.answer(now, pending, Err(FailureReason::Disconnected));
-                return;
-            }
-        };
-        self.requests.insert(
-            opaque,
-            Pending {
-                conn,
-                addr: addr.to_owned(),
-                kind,
-                sent: now,
-                deadline,
-            },
-        );
-        self.timers.set(deadline, Timer::Request(conn.0, opaque));
+            Err(pending) => self.answer(now, pending, Err(FailureReason::Disconnected)),
+        }
     }
 
     pub(super) fn oneway(&mut self, now: Instant, addr: &str, command: Command) {

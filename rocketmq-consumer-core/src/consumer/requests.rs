@@ -121,9 +121,18 @@ impl Requests {
         self.in_flight.next_opaque()
     }
 
-    /// Records a request sent (or queued) with `opaque`.
-    pub(crate) fn insert(&mut self, opaque: i32, pending: Pending) {
-        self.in_flight.insert(opaque, pending);
+    /// Places a request on a connection ([`InFlight::place`]).
+    pub(crate) fn place(
+        &mut self,
+        conns: &mut crate::conn::Connections,
+        now: Instant,
+        addr: &str,
+        command: Command,
+        kind: PendingKind,
+        deadline: Instant,
+    ) -> Result<crate::requests::Placed, Pending> {
+        self.in_flight
+            .place(conns, now, addr, command, kind, deadline)
     }
 
     /// Ends and returns the request a response with `opaque` on `conn` answers; `None` when

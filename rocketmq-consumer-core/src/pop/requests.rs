@@ -10,7 +10,6 @@ use proto::{Command, MessageQueue};
 
 use super::held::HeldId;
 use super::{PopConsumer, PopOutput, PopTimer};
-use crate::conn::Route;
 use crate::output::{ConnId, FailureReason, RequestId};
 #[cfg(doc)]
 use crate::requests::InFlight;
@@ -90,47 +89,30 @@ impl PopConsumer {
     /// Sends `command` to `addr` as a request of `kind` under a fresh opaque (opening a
     /// connection when there is none), and sets its deadline; an address that failed recently
     /// fails it at once.
-    pub(super) fn request(&mut self, now: Instant, addr: &str, mut command: Command, kind: Kind) {
-        let opaque = self.requests.next_opaque();
-        command.opaque = opaque;
+    pub(super) fn request(&mut self, now: Instant, addr: &str, command: Command, kind: Kind) {
         let deadline = now + self.timeout_of(&kind);
-        let (route, command) = self.conns.route(now, addr, command);
-        let conn = match route {
-            Route::Send(conn) => {
-                if let Some(command) = command {
-                    self.outputs.push_back(PopOutput::Send { conn, command });
+        match self
+            .requests
+            .place(&mut self.conns, now, addr, command, kind, deadline)
+        {
+            Ok(placed) => {
+                if let Some(command) = placed.send {
+                    self.outputs.push_back(PopOutput::Send {
+                        conn: placed.conn,
+                        command,
+                    });
                 }
-                conn
-            }
-            Route::Queued(conn) => conn,
-            Route::Opening(conn) => {
+                if placed.opening {
+                    self.timers.set(
+                        now + self.config.connect_timeout,
+                        PopTimer::Connect(placed.conn),
+                    );
+                }
                 self.timers
-                    .set(now + self.config.connect_timeout, PopTimer::Connect(conn));
-                conn
+                    .set(deadline, PopTimer::Request(placed.conn.0, placed.opaque));
             }
-            Route::Unavailable => {
-                let pending = Pending {
-                    conn: ConnId(0),
-                    addr: addr.to_owned(),
-                    kind,
-                    sent: now,
-                    deadline,
-                };
-                self.answer(now, pending, Err(FailureReason::Disconnected));
-                return;
-            }
-        };
-        self.requests.insert(
-            opaque,
-            Pending {
-                conn,
-                addr: addr.to_owned(),
-                kind,
-                sent: now,
-                deadline,
-            },
-        );
-        self.timers.set(deadline, PopTimer::Request(conn.0, opaque));
+            Err(pending) => self.answer(now, pending, Err(FailureReason::Disconnected)),
+        }
     }
 
     /// A request that could not even be sent (no address for its broker).

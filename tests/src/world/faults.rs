@@ -97,6 +97,9 @@ impl World {
                 // Loss: the next responses vanish, so requests must time out and retry.
                 self.note("fault: drop the next 2 responses".into());
                 self.cluster.inject(Fault::DropResponses { count: 2 });
+                // A lost answer to a long-polled pull is known only when the pull times out
+                // (30 s): the fault lasts that long for the per-message bound.
+                self.fault_lasts(Duration::from_secs(30));
             }
             6 => {
                 // A slow handler: the next deliveries take longer than a revoke waits.
