@@ -49,6 +49,7 @@ mod conn;
 pub mod consumer;
 mod id;
 pub mod liveness;
+mod membership;
 pub mod namespace;
 pub mod output;
 pub mod pop;

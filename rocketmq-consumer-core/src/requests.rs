@@ -47,6 +47,15 @@ pub(crate) struct Placed {
     pub(crate) opening: bool,
 }
 
+/// Where [`InFlight::place`] put a request.
+#[derive(Debug)]
+pub(crate) enum Placement<K> {
+    /// On a connection, in flight.
+    Placed(Placed),
+    /// Nowhere: its address failed recently. The request, for the caller to fail at once.
+    Unavailable(Pending<K>),
+}
+
 /// Every request in flight, by opaque (so in the order they were sent, until the opaques wrap).
 #[derive(Debug)]
 pub(crate) struct InFlight<K, T = Instant> {
@@ -66,8 +75,8 @@ impl<K, T> Default for InFlight<K, T> {
 impl<K> InFlight<K> {
     /// Gives `command` a fresh opaque, routes it to `addr` on `conns` (opening a connection when
     /// there is none, queueing it while that opens) and records it in flight until `deadline`.
-    /// An address that failed recently takes nothing: the request comes back, for the caller
-    /// to fail at once.
+    /// An address that failed recently takes nothing: the request comes back
+    /// ([`Placement::Unavailable`]), for the caller to fail at once.
     pub(crate) fn place(
         &mut self,
         conns: &mut Connections,
@@ -76,7 +85,7 @@ impl<K> InFlight<K> {
         mut command: Command,
         kind: K,
         deadline: Instant,
-    ) -> Result<Placed, Pending<K>> {
+    ) -> Placement<K> {
         let opaque = self.next_opaque();
         command.opaque = opaque;
         let (route, send) = conns.route(now, addr, command);
@@ -85,7 +94,7 @@ impl<K> InFlight<K> {
             Route::Queued(conn) => (conn, false),
             Route::Opening(conn) => (conn, true),
             Route::Unavailable => {
-                return Err(Pending {
+                return Placement::Unavailable(Pending {
                     conn: ConnId(0),
                     addr: addr.to_owned(),
                     kind,
@@ -104,7 +113,7 @@ impl<K> InFlight<K> {
                 deadline,
             },
         );
-        Ok(Placed {
+        Placement::Placed(Placed {
             conn,
             opaque,
             // Only an open connection gives the command back; a queued one holds it.

@@ -10,12 +10,13 @@ use proto::body::{
     TopicRouteData,
 };
 use proto::headers::{
-    CheckClientConfigRequest, GetConsumerListByGroupRequest, GetRouteInfoRequest, HeartbeatRequest,
+    CheckClientConfigRequest, GetConsumerListByGroupRequest, GetRouteInfoRequest,
 };
 use proto::{Command, MessageQueue, RequestCode};
 
 use super::{Consumer, Lifecycle, PendingKind, Phase, QueueKey};
 use crate::config::{ConsumeFrom, ConsumeMode, MessageModel};
+use crate::membership;
 use crate::output::{Event, FailureReason, Output, RequestId};
 use crate::rebalance;
 use crate::timer::Timer;
@@ -161,9 +162,12 @@ impl Consumer {
         };
         let body = data.encode();
         for addr in addrs {
-            let request = Command::request(RequestCode::HEART_BEAT, &HeartbeatRequest {})
-                .with_body(body.clone());
-            self.request(now, &addr, request, PendingKind::Heartbeat);
+            self.request(
+                now,
+                &addr,
+                membership::heartbeat(&body),
+                PendingKind::Heartbeat,
+            );
         }
     }
 

@@ -9,6 +9,7 @@ use super::requests::PendingKind;
 use super::{Consumer, Lifecycle};
 use crate::conn::Route;
 use crate::output::{ConnId, FailureReason, Output};
+use crate::requests::Placement;
 use crate::timer::Timer;
 
 impl Consumer {
@@ -31,7 +32,7 @@ impl Consumer {
             .requests
             .place(&mut self.conns, now, addr, command, kind, deadline)
         {
-            Ok(placed) => {
+            Placement::Placed(placed) => {
                 if let Some(command) = placed.send {
                     self.outputs.push_back(Output::Send {
                         conn: placed.conn,
@@ -47,7 +48,9 @@ impl Consumer {
                 self.timers
                     .set(deadline, Timer::Request(placed.conn.0, placed.opaque));
             }
-            Err(pending) => self.answer(now, pending, Err(FailureReason::Disconnected)),
+            Placement::Unavailable(pending) => {
+                self.answer(now, pending, Err(FailureReason::Disconnected))
+            }
         }
     }
 

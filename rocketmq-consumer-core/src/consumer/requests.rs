@@ -130,7 +130,7 @@ impl Requests {
         command: Command,
         kind: PendingKind,
         deadline: Instant,
-    ) -> Result<crate::requests::Placed, Pending> {
+    ) -> crate::requests::Placement<PendingKind> {
         self.in_flight
             .place(conns, now, addr, command, kind, deadline)
     }

@@ -3,11 +3,11 @@
 
 use std::time::Instant;
 
-use proto::headers::UnregisterClientRequest;
-use proto::{Command, MessageQueue, RequestCode};
+use proto::MessageQueue;
 
 use super::{Consumer, Lifecycle, PendingKind};
 use crate::config::MessageModel;
+use crate::membership;
 use crate::output::{Event, Output};
 use crate::timer::Timer;
 
@@ -106,17 +106,8 @@ impl Consumer {
     /// `UNREGISTER_CLIENT` to every broker.
     fn unregister_all(&mut self, now: Instant) {
         for addr in self.cluster.broker_addrs() {
-            let header = UnregisterClientRequest {
-                client_id: self.client_id.clone(),
-                producer_group: None,
-                consumer_group: Some(self.config.group.clone()),
-            };
-            self.request(
-                now,
-                &addr,
-                Command::request(RequestCode::UNREGISTER_CLIENT, &header),
-                PendingKind::Unregister,
-            );
+            let command = membership::unregister(&self.client_id, &self.config.group);
+            self.request(now, &addr, command, PendingKind::Unregister);
         }
     }
 }

@@ -9,12 +9,13 @@ use proto::body::{
     ConsumerData, HeartbeatData, MessageRequestMode, QueryAssignmentRequestBody,
     SetMessageRequestModeRequestBody, TopicRouteData,
 };
-use proto::headers::{GetRouteInfoRequest, HeartbeatRequest};
+use proto::headers::GetRouteInfoRequest;
 use proto::{Command, MessageQueue, RequestCode};
 
 use super::popping::Poller;
 use super::requests::Kind;
 use super::{Lifecycle, PopConsumer, PopEvent, PopMode, PopOutput, PopTimer};
+use crate::membership;
 
 /// `AllocateMessageQueueAveragely.getName()`: the strategy the broker allocates with.
 const STRATEGY: &str = "AVG";
@@ -114,9 +115,7 @@ impl PopConsumer {
         };
         let body = data.encode();
         for addr in addrs {
-            let command = Command::request(RequestCode::HEART_BEAT, &HeartbeatRequest {})
-                .with_body(body.clone());
-            self.request(now, &addr, command, Kind::Heartbeat);
+            self.request(now, &addr, membership::heartbeat(&body), Kind::Heartbeat);
         }
     }
 

@@ -13,6 +13,7 @@ use super::{PopConsumer, PopOutput, PopTimer};
 use crate::output::{ConnId, FailureReason, RequestId};
 #[cfg(doc)]
 use crate::requests::InFlight;
+use crate::requests::Placement;
 
 /// A request in flight.
 pub(super) type Pending = crate::requests::Pending<Kind>;
@@ -95,7 +96,7 @@ impl PopConsumer {
             .requests
             .place(&mut self.conns, now, addr, command, kind, deadline)
         {
-            Ok(placed) => {
+            Placement::Placed(placed) => {
                 if let Some(command) = placed.send {
                     self.outputs.push_back(PopOutput::Send {
                         conn: placed.conn,
@@ -111,7 +112,9 @@ impl PopConsumer {
                 self.timers
                     .set(deadline, PopTimer::Request(placed.conn.0, placed.opaque));
             }
-            Err(pending) => self.answer(now, pending, Err(FailureReason::Disconnected)),
+            Placement::Unavailable(pending) => {
+                self.answer(now, pending, Err(FailureReason::Disconnected))
+            }
         }
     }
 

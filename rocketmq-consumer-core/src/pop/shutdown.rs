@@ -3,11 +3,9 @@
 
 use std::time::Instant;
 
-use proto::headers::UnregisterClientRequest;
-use proto::{Command, RequestCode};
-
 use super::requests::Kind;
 use super::{Lifecycle, PopConsumer, PopEvent, PopOutput, PopTimer};
+use crate::membership;
 
 impl PopConsumer {
     /// Starts the drain (see [`PopConsumer::shutdown`]): the pollers stop, waiting receives are
@@ -44,17 +42,8 @@ impl PopConsumer {
             return;
         }
         for addr in addrs {
-            let header = UnregisterClientRequest {
-                client_id: self.client_id.clone(),
-                producer_group: None,
-                consumer_group: Some(self.config.group.clone()),
-            };
-            self.request(
-                now,
-                &addr,
-                Command::request(RequestCode::UNREGISTER_CLIENT, &header),
-                Kind::Unregister,
-            );
+            let command = membership::unregister(&self.client_id, &self.config.group);
+            self.request(now, &addr, command, Kind::Unregister);
         }
     }
 
