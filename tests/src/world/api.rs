@@ -38,7 +38,7 @@ impl World {
     }
 
     /// Starts one more consumer, as [`World::add_consumer`] does, with its configuration
-    /// further changed by `adjust` (after [`WorldConfig::consumer_config`]): per-node settings.
+    /// further changed by `adjust` (after [`WorldConfig::consumer_config`](super::WorldConfig::consumer_config)): per-node settings.
     pub fn add_consumer_with(
         &mut self,
         adjust: impl FnOnce(ConsumerConfig) -> ConsumerConfig,
@@ -180,8 +180,8 @@ impl World {
         self.trace[skip..].join("\n")
     }
 
-    /// Node `i`'s open connection to `addr` (e.g. [`SimCluster::broker_addr`]), as the
-    /// cluster names it: where [`SimCluster::request_client`] reaches the node.
+    /// Node `i`'s open connection to `addr` (e.g. [`SimCluster::broker_addr`](crate::sim::SimCluster::broker_addr)), as the
+    /// cluster names it: where [`SimCluster::request_client`](crate::sim::SimCluster::request_client) reaches the node.
     pub fn conn_key(&self, i: usize, addr: &str) -> Option<ConnKey> {
         self.nodes[i].keys.values().copied().find(|key| {
             self.key_addr.get(key).is_some_and(|a| a == addr) && self.cluster.is_connected(*key)

@@ -248,7 +248,7 @@ pub struct Node {
     pub hold: bool,
     /// Deliveries handed out while [`Node::hold`] was set and not completed by the test yet.
     pub held: Vec<DeliveryId>,
-    /// With `revoke_hook`: every revoke the consumer announced ([`Output::Revoking`]), with
+    /// With `revoke_hook`: every revoke the consumer announced ([`Output::Revoking`](consumer_core::Output::Revoking)), with
     /// the time it did; the world never answers them (a test calls `revoke_done`, or the
     /// revoke deadline ends them).
     pub revoking: Vec<(Instant, RequestId, Vec<MessageQueue>)>,
