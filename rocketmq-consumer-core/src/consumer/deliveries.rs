@@ -15,11 +15,46 @@ pub(crate) enum Source {
     Queue {
         key: QueueKey,
         epoch: Epoch,
-        offsets: Vec<i64>,
+        offsets: Offsets,
     },
     /// A broker asked us to consume one message (`CONSUME_MESSAGE_DIRECTLY`): the outcome is
     /// the answer to that request, and no offset moves.
     Direct { conn: ConnId, opaque: i32 },
+}
+
+/// The queue offsets of a delivery's messages, lowest first. One message per delivery is the
+/// default (`consume_batch_size` 1), and it needs no allocation.
+#[derive(Debug)]
+pub(crate) enum Offsets {
+    One(i64),
+    Many(Vec<i64>),
+}
+
+impl FromIterator<i64> for Offsets {
+    fn from_iter<I: IntoIterator<Item = i64>>(offsets: I) -> Self {
+        let mut offsets = offsets.into_iter();
+        match (offsets.next(), offsets.next()) {
+            (Some(only), None) => Self::One(only),
+            (None, _) => Self::Many(Vec::new()),
+            (Some(first), Some(second)) => {
+                let mut all = Vec::with_capacity(2 + offsets.size_hint().0);
+                all.extend([first, second]);
+                all.extend(offsets);
+                Self::Many(all)
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Offsets {
+    type Target = [i64];
+
+    fn deref(&self) -> &[i64] {
+        match self {
+            Self::One(offset) => std::slice::from_ref(offset),
+            Self::Many(offsets) => offsets,
+        }
+    }
 }
 
 /// One delivery in flight.

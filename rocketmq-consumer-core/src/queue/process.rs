@@ -296,10 +296,17 @@ impl ProcessQueue {
     }
 
     fn find(&mut self, offset: i64) -> Option<&mut Entry> {
-        let index = self
-            .entries
-            .binary_search_by_key(&offset, |e| e.offset)
-            .ok()?;
+        // Offsets are usually consecutive (a tag filter leaves gaps): try the entry as far from
+        // the front as the offset is, and search only when it is not there.
+        let front = self.entries.front()?.offset;
+        let guess = usize::try_from(offset - front).ok()?;
+        let index = if self.entries.get(guess).is_some_and(|e| e.offset == offset) {
+            guess
+        } else {
+            self.entries
+                .binary_search_by_key(&offset, |e| e.offset)
+                .ok()?
+        };
         self.entries.get_mut(index)
     }
 
