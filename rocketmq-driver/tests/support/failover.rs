@@ -518,7 +518,8 @@ pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix
         "failover: the route lost broker-a's master {route_moved:?} after the kill; the first \
          message pulled from its slave arrived {from_slave_after:?} after it; the slave served \
          {:?} messages per queue; of {} messages broker-a acknowledged before the kill, {} \
-         were not on the slave (asynchronous replication; consumed from the master once back)",
+         were not served by the slave (replication is asynchronous, and a Rust slave serves \
+         only what it held when it started); they are consumed from the master once it is back",
         on_slave,
         acked_a_before.len(),
         unreplicated
