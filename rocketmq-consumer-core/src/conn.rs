@@ -121,6 +121,13 @@ impl Connections {
         Some((addr, unsent))
     }
 
+    /// Whether a connection to `addr` is open (not opening, not failed).
+    pub(crate) fn is_open(&self, addr: &str) -> bool {
+        self.by_addr
+            .get(addr)
+            .is_some_and(|e| matches!(e.state, State::Connected))
+    }
+
     /// Whether connection `id` is still opening.
     pub(crate) fn is_opening(&self, id: ConnId) -> bool {
         self.entry(id)

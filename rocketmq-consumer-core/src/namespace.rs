@@ -228,6 +228,15 @@ impl Namespace {
             },
             Event::LeaseAcquired(queues) => Event::LeaseAcquired(self.unwrap_queues(queues)),
             Event::LeaseLost(queues) => Event::LeaseLost(self.unwrap_queues(queues)),
+            Event::OffsetRestored {
+                queue: q,
+                offset,
+                committed,
+            } => Event::OffsetRestored {
+                queue: queue(q),
+                offset,
+                committed,
+            },
             Event::OffsetMoved { queue: q, from, to } => Event::OffsetMoved {
                 queue: queue(q),
                 from,

@@ -154,6 +154,18 @@ pub enum Event {
         /// Its first offset to consume.
         offset: i64,
     },
+    /// A queue revoked while its broker was unreachable (a crashed broker leaves the route)
+    /// came back, and its broker's committed offset is behind where the queue stood (a broker
+    /// loses the commits it had not written to disk when it crashes): it resumes where it
+    /// stood, and that offset is committed again, instead of delivering the difference twice.
+    OffsetRestored {
+        /// The queue.
+        queue: MessageQueue,
+        /// Where it resumes: its commit point when it was revoked.
+        offset: i64,
+        /// What the broker answered (`None`: no committed offset at all).
+        committed: Option<i64>,
+    },
     /// The broker said the queue's offset was illegal; the consumer moved it (`PULL_OFFSET_MOVED`).
     OffsetMoved {
         /// The queue.

@@ -15,6 +15,8 @@ mod broker_requests;
 mod commits_one_at_a_time_per_broker;
 #[path = "core/consume_timeout.rs"]
 mod consume_timeout;
+#[path = "core/crashed_broker_offsets_restored.rs"]
+mod crashed_broker_offsets_restored;
 #[path = "core/flow_control_pauses_pull.rs"]
 mod flow_control_pauses_pull;
 #[path = "core/late_complete_after_revoke.rs"]

@@ -88,8 +88,7 @@ impl Consumer {
                     _ => offset_of::<QueryConsumerOffsetResponse>(r, |h| h.offset).map(Some),
                 });
                 match offset {
-                    Ok(Some(offset)) => self.start_queue(now, key, epoch, offset),
-                    Ok(None) => self.resolve_without_commit(now, key, epoch),
+                    Ok(committed) => self.start_from_committed(now, key, epoch, committed),
                     Err(reason) => self.resolve_failed(now, &addr, name, key, epoch, reason),
                 }
             }

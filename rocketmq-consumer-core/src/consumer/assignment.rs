@@ -248,6 +248,14 @@ impl Consumer {
             .filter(|s| s.mq.topic() == topic && s.phase != Phase::Revoking)
             .map(|s| s.mq.clone())
             .collect();
+        if self.config.message_model == MessageModel::Clustering
+            && let Some(route) = self.cluster.route(topic)
+        {
+            let routed: BTreeSet<MessageQueue> =
+                route.subscribe_queues(topic).into_iter().collect();
+            self.stranded
+                .given_away(topic, |mq| routed.contains(mq), |mq| target.contains(mq));
+        }
         let change = rebalance::diff(&current, &target);
         // With the hook, the application hears of the revoke first; each queue then waits for
         // its answer as well as for its in-flight deliveries.
@@ -353,7 +361,17 @@ impl Consumer {
         let committable =
             state.persisted.is_some() && (!self.needs_lock() || state.lease_valid(now));
         if committable {
-            self.store_offset(now, &state.mq, state.commit_point());
+            let offset = state.commit_point();
+            self.store_offset(now, &state.mq, offset);
+            if self.config.message_model == MessageModel::Clustering
+                && !self
+                    .master_addr(state.mq.broker_name())
+                    .is_some_and(|addr| self.conns.is_open(&addr))
+            {
+                // The commit cannot reach the broker (gone from the route, or its connection
+                // down): kept, so a broker that crashed and lost it does not send us back.
+                self.stranded.strand(state.mq.clone(), offset);
+            }
         }
         if self.needs_lock() && state.lease.is_some() {
             self.unlock_oneway(now, &state.mq);

@@ -39,6 +39,7 @@ mod requests;
 mod retry;
 mod send_back;
 mod shutdown;
+mod stranded;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -65,6 +66,7 @@ use local_offsets::LocalOffsets;
 use message_trace::ReturnType;
 use queues::{Phase, QueueTable, Start};
 use requests::{Pending, PendingKind, Requests};
+use stranded::StrandedOffsets;
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
 pub const RETRY_TOPIC_PREFIX: &str = "%RETRY%";
@@ -97,6 +99,8 @@ pub struct Consumer {
     outputs: VecDeque<Output>,
     /// Broadcasting's local offset table.
     local_offsets: LocalOffsets,
+    /// Where queues revoked while their broker was unreachable stood.
+    stranded: StrandedOffsets,
     /// Poll mode: queues the application assigned itself, by topic (no rebalance for these).
     assigned: BTreeMap<String, BTreeSet<MessageQueue>>,
     /// Poll mode: queues neither pulled nor polled until resumed.
@@ -207,6 +211,7 @@ impl Consumer {
             awaiting_heartbeat: Vec::new(),
             outputs: VecDeque::new(),
             local_offsets: LocalOffsets::default(),
+            stranded: StrandedOffsets::default(),
             assigned: BTreeMap::new(),
             paused: BTreeSet::new(),
             next_request: 0,
@@ -296,6 +301,7 @@ impl Consumer {
         }
         self.unchecked.remove(&topic);
         self.assigned.remove(&topic);
+        self.stranded.forget_topic(&topic);
         self.cluster.forget_route(&topic);
         self.apply_assignment(now, &topic, BTreeSet::new());
         self.timers.reset(now, Timer::Heartbeat);

@@ -51,6 +51,39 @@ impl Consumer {
         );
     }
 
+    /// The broker answered the queue's committed offset (`None`: it has none). A queue that
+    /// was revoked here while its broker was unreachable resumes where it stood when that is
+    /// ahead (see [`StrandedOffsets`](super::stranded::StrandedOffsets)), and commits it again.
+    pub(super) fn start_from_committed(
+        &mut self,
+        now: Instant,
+        key: QueueKey,
+        epoch: Epoch,
+        committed: Option<i64>,
+    ) {
+        let Some(mq) = self.queues.live_mut(key, epoch).map(|s| s.mq.clone()) else {
+            self.counters.stale_responses += 1;
+            return;
+        };
+        match (self.stranded.resume(&mq, committed), committed) {
+            (Some(offset), _) => {
+                self.outputs.push_back(Output::Event(Event::OffsetRestored {
+                    queue: mq.clone(),
+                    offset,
+                    committed,
+                }));
+                self.start_queue(now, key, epoch, offset);
+                if let Some(state) = self.queues.live_mut(key, epoch) {
+                    // Repeated by the periodic persist until it moves, as any commit.
+                    state.committed_once = true;
+                }
+                self.commit_oneway(now, &mq, offset);
+            }
+            (None, Some(offset)) => self.start_queue(now, key, epoch, offset),
+            (None, None) => self.resolve_without_commit(now, key, epoch),
+        }
+    }
+
     /// Java's table for a queue without a committed offset (`remoting-protocol.md` §7.8).
     pub(super) fn resolve_without_commit(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         let Some(mq) = self.queues.get(key).map(|s| s.mq.clone()) else {

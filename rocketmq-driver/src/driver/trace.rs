@@ -11,6 +11,16 @@ pub(super) fn trace_event(event: &Event) {
         Event::OffsetMoved { queue, from, to } => {
             tracing::warn!(?queue, from, to, "broker moved an illegal offset")
         }
+        Event::OffsetRestored {
+            queue,
+            offset,
+            committed,
+        } => tracing::warn!(
+            ?queue,
+            offset,
+            ?committed,
+            "the broker's committed offset is behind where the queue stood when its broker went away; resuming there"
+        ),
         Event::OffsetReset { queue, offset } => tracing::info!(?queue, offset, "offset reset"),
         Event::LeaseAcquired(queues) => tracing::info!(?queues, "queue locks acquired"),
         Event::LeaseLost(queues) => tracing::warn!(?queues, "queue locks lost"),

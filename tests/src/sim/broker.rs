@@ -47,9 +47,12 @@ pub(crate) struct SimBroker {
     pub(crate) silent: bool,
     pub(crate) store: Store,
     pub(crate) groups: ConsumerGroups,
-    /// `(group, topic, queue id)` -> committed offset (`ConsumerOffsetManager`); survives
-    /// restarts, as the broker persists it.
+    /// `(group, topic, queue id)` -> committed offset (`ConsumerOffsetManager`).
     pub(crate) offsets: BTreeMap<(String, String, i32), i64>,
+    /// The offsets as last written to disk, and when: what a crash leaves (see
+    /// [`SimConfig::offset_flush_interval`](super::SimConfig::offset_flush_interval)).
+    flushed_offsets: BTreeMap<(String, String, i32), i64>,
+    flushed_at: Option<Instant>,
     pub(crate) locks: LockTable,
     pub(crate) holds: HoldService,
     pub(crate) faults: BrokerFaults,
@@ -71,6 +74,8 @@ impl SimBroker {
             store: Store::new(store_host),
             groups: ConsumerGroups::default(),
             offsets: BTreeMap::new(),
+            flushed_offsets: BTreeMap::new(),
+            flushed_at: None,
             locks: LockTable::default(),
             holds: HoldService::default(),
             faults: BrokerFaults::default(),
@@ -119,7 +124,7 @@ impl SimBroker {
             RequestCode::UNREGISTER_CLIENT => self.unregister(env, conn, &request),
             RequestCode::GET_CONSUMER_LIST_BY_GROUP => self.consumer_list(env, &request),
             RequestCode::QUERY_CONSUMER_OFFSET => self.query_offset(env, &request),
-            RequestCode::UPDATE_CONSUMER_OFFSET => self.update_offset(&request),
+            RequestCode::UPDATE_CONSUMER_OFFSET => self.update_offset(env, &request),
             RequestCode::GET_MAX_OFFSET => self.max_offset(&request),
             RequestCode::GET_MIN_OFFSET => self.min_offset(&request),
             RequestCode::SEARCH_OFFSET_BY_TIMESTAMP => self.search_offset(&request),
@@ -148,10 +153,28 @@ impl SimBroker {
         }
     }
 
+    /// Stores `group`'s committed `offset` of `topic`'s queue `queue_id`, and writes the table
+    /// "to disk" when the last write is `offset_flush_interval` old (Apache's brokers write it
+    /// on a timer; writing it at the first commit after the period is the same for what a
+    /// crash loses: the commits since the last write).
+    pub(crate) fn commit(&mut self, env: &Env<'_>, key: (String, String, i32), offset: i64) {
+        self.offsets.insert(key, offset);
+        let due = match (env.config.offset_flush_interval, self.flushed_at) {
+            (None, _) | (Some(_), None) => true,
+            (Some(every), Some(at)) => env.now >= at + every,
+        };
+        if due {
+            self.flushed_offsets.clone_from(&self.offsets);
+            self.flushed_at = Some(env.now);
+        }
+    }
+
     /// The broker process dies: every connection is gone (returned, for the cluster to close)
-    /// and everything kept in memory only is lost: members, parked pulls, locks. Messages,
-    /// topics, committed offsets and delayed messages are persisted and stay.
+    /// and everything kept in memory only is lost: members, parked pulls, locks, and the
+    /// committed offsets not yet written to disk. Messages, topics, the offsets written and
+    /// delayed messages are persisted and stay.
     pub(crate) fn crash(&mut self) -> BTreeSet<ConnKey> {
+        self.offsets.clone_from(&self.flushed_offsets);
         self.groups.clear();
         self.holds.clear();
         self.locks.clear();
@@ -247,8 +270,8 @@ impl SimBroker {
         table: BTreeMap<MessageQueue, i64>,
     ) {
         for (mq, offset) in &table {
-            self.offsets
-                .insert((group.to_owned(), topic.to_owned(), mq.queue_id()), *offset);
+            let key = (group.to_owned(), topic.to_owned(), mq.queue_id());
+            self.commit(env, key, *offset);
         }
         let header = ResetOffsetRequest {
             topic: topic.to_owned(),
@@ -395,12 +418,13 @@ impl SimBroker {
 
     /// `UPDATE_CONSUMER_OFFSET` (`ConsumerManageProcessor.updateConsumerOffset`): stores the
     /// offset as given (4.9 checks nothing).
-    fn update_offset(&mut self, request: &Command) -> Command {
+    fn update_offset(&mut self, env: &Env<'_>, request: &Command) -> Command {
         let header: UpdateConsumerOffsetRequest = match decode(request) {
             Ok(header) => header,
             Err(response) => return response,
         };
-        self.offsets.insert(
+        self.commit(
+            env,
             (header.consumer_group, header.topic, header.queue_id),
             header.commit_offset,
         );

@@ -139,6 +139,9 @@ pub struct SimConfig {
     pub delay_levels: Vec<Duration>,
     /// Messages per pull at most (`maxTransferCountOnMessageInMemory`, 32).
     pub max_transfer_count: usize,
+    /// How often committed offsets are written to disk (`flushConsumerOffsetInterval`, 5 s):
+    /// a crash loses the commits since the last write. `None`: every commit survives.
+    pub offset_flush_interval: Option<Duration>,
 }
 
 impl SimConfig {
@@ -158,6 +161,7 @@ impl SimConfig {
             retry_max_times: 16,
             delay_levels: default_delay_levels(),
             max_transfer_count: 32,
+            offset_flush_interval: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -521,8 +525,9 @@ impl SimCluster {
     }
 
     /// Restarts `broker`: all its connections close ([`SimCluster::poll_closed`]), and its
-    /// members, held pulls and locks are forgotten; messages, topics, committed offsets and
-    /// delayed messages survive.
+    /// members, held pulls, locks and the commits not yet written
+    /// ([`SimConfig::offset_flush_interval`]) are forgotten; messages, topics, the committed
+    /// offsets written and delayed messages survive.
     ///
     /// # Panics
     ///

@@ -160,7 +160,8 @@ impl SimBroker {
 
         // `storeOffsetEnable`: only on the first processing, whatever the outcome.
         if allow_suspend && has_commit {
-            self.offsets.insert(
+            self.commit(
+                env,
                 (
                     header.consumer_group.clone(),
                     header.topic.clone(),
