@@ -121,6 +121,15 @@ impl Connections {
         Some((addr, unsent))
     }
 
+    /// Until when `addr` is refused after its last connection failed (see
+    /// [`Route::Unavailable`]); `None` when it may be dialled now or has no failure.
+    pub(crate) fn down_until(&self, now: Instant, addr: &str) -> Option<Instant> {
+        self.down_until
+            .get(addr)
+            .copied()
+            .filter(|until| now < *until)
+    }
+
     /// Whether a connection to `addr` is open (not opening, not failed).
     pub(crate) fn is_open(&self, addr: &str) -> bool {
         self.by_addr

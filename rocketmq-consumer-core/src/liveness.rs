@@ -1,6 +1,6 @@
 //! [`TimeoutStreak`]: when a connection whose requests keep timing out is given up on. One rule
-//! for every client of the crate: the push and pop consumers (through their connection tables)
-//! and the producer, whose driver only reports what happened and does what the streak says.
+//! for every client of the crate, kept by the connection table the push and pop consumers and
+//! the producer share (`conn.rs`).
 //!
 //! A request that times out proves little on its own (a slow broker, a lost frame), and a
 //! long-polled pull is quiet by design; several in a row on one connection, with nothing
@@ -26,9 +26,8 @@ pub enum AfterTimeout {
 
 /// Why a connection is given up on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GiveUp {
-    /// It was still opening when a whole request's time ran out: the address does not answer.
-    ConnectTimedOut,
     /// The configured number of requests in a row timed out on it.
     Unresponsive,
 }
@@ -36,7 +35,6 @@ pub enum GiveUp {
 impl std::fmt::Display for GiveUp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Self::ConnectTimedOut => "connect timed out",
             Self::Unresponsive => "requests in a row timed out",
         })
     }
@@ -57,15 +55,6 @@ impl TimeoutStreak {
         } else {
             AfterTimeout::Keep
         }
-    }
-
-    /// A request timed out before its connection even opened, for a client with no connect
-    /// deadline of its own (the producer, whose send timeout bounds the connect): the address
-    /// does not answer, and the connection is given up at once. (The consumers' connections
-    /// have `connect_timeout`, and their timeouts all count as [`TimeoutStreak::handle_timeout`].)
-    pub fn handle_timeout_while_opening(&mut self) -> AfterTimeout {
-        self.count = self.count.saturating_add(1);
-        AfterTimeout::Close(GiveUp::ConnectTimedOut)
     }
 
     /// Requests in a row that timed out (the connection's stats).
@@ -91,14 +80,5 @@ mod tests {
             AfterTimeout::Close(GiveUp::Unresponsive)
         );
         assert_eq!(streak.count(), 3);
-    }
-
-    #[test]
-    fn a_connection_still_opening_is_given_up_at_once() {
-        let mut streak = TimeoutStreak::default();
-        assert_eq!(
-            streak.handle_timeout_while_opening(),
-            AfterTimeout::Close(GiveUp::ConnectTimedOut)
-        );
     }
 }

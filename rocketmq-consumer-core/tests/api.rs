@@ -1,5 +1,6 @@
 //! The core's pieces tested from outside the crate: rebalance allocation against the Java
-//! client's results and under property tests, the per-queue cache (`ProcessQueue`) and the pop consumer, one group
+//! client's results and under property tests, the per-queue cache (`ProcessQueue`), the pop consumer and the
+//! producer, one group
 //! per module, all in one test binary.
 
 #[path = "api/allocate_invariants.rs"]
@@ -10,3 +11,5 @@ mod allocate_java_vectors;
 mod pop_consumer;
 #[path = "api/process_queue.rs"]
 mod process_queue;
+#[path = "api/producer.rs"]
+mod producer;

@@ -1,16 +1,13 @@
-//! One open TCP connection's frame loops, shared by the consumer's driver and the producer's
-//! connections: a reader that decodes frames and hands each to the owner (as a callback, or
-//! as a [`Stream`] the owner polls itself), and a writer that sends the frames the owner
-//! queues, both running until either side stops.
+//! One open connection's frame loops, shared by every driver task (`driver::conns`): a reader
+//! that decodes frames into a [`Stream`] the task polls itself, and a writer that sends the
+//! frames the task queues, each running until its side stops.
 
 use std::io;
-use std::ops::ControlFlow;
 
 use bytes::{Bytes, BytesMut};
 use futures_channel::mpsc;
 use futures_io::{AsyncRead, AsyncWrite};
 use futures_util::StreamExt;
-use futures_util::future::{self, Either};
 use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use futures_util::stream::{self, Stream};
 use proto::{Command, FrameDecoder, FrameError};
@@ -27,8 +24,6 @@ pub(crate) enum Ended {
     Read(io::Error),
     /// The peer sent something that is not a frame.
     BadFrame(FrameError),
-    /// The owner's frame handler asked to stop reading.
-    Stopped,
     /// Writing failed.
     Write(io::Error),
     /// Every sender of the write queue is gone: nobody can send on the connection any more.
@@ -41,30 +36,14 @@ impl std::fmt::Display for Ended {
             Self::ByPeer => f.write_str("closed by the peer"),
             Self::Read(e) => write!(f, "read: {e}"),
             Self::BadFrame(e) => write!(f, "bad frame from the peer: {e}"),
-            Self::Stopped => f.write_str("stopped reading"),
             Self::Write(e) => write!(f, "write: {e}"),
             Self::Unused => f.write_str("connection closed"),
         }
     }
 }
 
-/// Splits `stream`, passes each frame read to `on_frame` and writes the frames `queued`
-/// yields, until either side stops; returns why.
-pub(crate) async fn run(
-    stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    queued: mpsc::UnboundedReceiver<Bytes>,
-    on_frame: impl FnMut(Command) -> ControlFlow<()>,
-) -> Ended {
-    let (reader, writer) = stream.split();
-    let read = Box::pin(read_frames(reader, on_frame));
-    let write = Box::pin(write_frames(writer, queued));
-    match future::select(read, write).await {
-        Either::Left((ended, _)) | Either::Right((ended, _)) => ended,
-    }
-}
-
-/// The frames read from `reader`, in order, ending with why reading stopped (never
-/// [`Ended::Stopped`]: the owner stops by dropping the stream).
+/// The frames read from `reader`, in order, ending with why reading stopped (the owner stops
+/// reading by dropping the stream).
 pub(crate) fn frames(
     reader: impl AsyncRead + Unpin + Send + 'static,
 ) -> impl Stream<Item = Result<Command, Ended>> + Send + 'static {
@@ -91,26 +70,6 @@ pub(crate) fn frames(
             }
         }
     })
-}
-
-/// Passes each frame read from `reader` ([`frames`]) to `on_frame`, until the stream ends or
-/// fails, carries something that is not a frame, or `on_frame` breaks; returns why.
-async fn read_frames(
-    reader: impl AsyncRead + Unpin + Send + 'static,
-    mut on_frame: impl FnMut(Command) -> ControlFlow<()>,
-) -> Ended {
-    let mut frames = Box::pin(frames(reader));
-    while let Some(read) = frames.next().await {
-        match read {
-            Ok(command) => {
-                if on_frame(command).is_break() {
-                    return Ended::Stopped;
-                }
-            }
-            Err(ended) => return ended,
-        }
-    }
-    Ended::ByPeer
 }
 
 /// Writes queued frames, flushing once the queue is empty, until a write fails or every sender

@@ -1,11 +1,11 @@
-//! What the driver task is told: everything that happens outside it but on its connections'
-//! reads (a connection's writer failed, a handler finished, the application asked for
-//! something) comes in over one unbounded channel as an [`Input`].
+//! What the driver task is told: everything that happens outside it but on its connections (a
+//! handler finished, the application asked for something) comes in over one unbounded channel
+//! as an [`Input`].
 
 use std::sync::Arc;
 
 use consumer_core::output::Polled;
-use consumer_core::{ConnId, ConsumeOutcome, ConsumerStats, DeliveryId, Event, MessageQueue};
+use consumer_core::{ConsumeOutcome, ConsumerStats, DeliveryId, Event, MessageQueue};
 use futures_channel::oneshot;
 use proto::message::Message;
 
@@ -21,8 +21,6 @@ pub(crate) type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
 /// What the driver task is told.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// Writing on the connection failed (its reads end on their own).
-    Lost(ConnId),
     /// A handler finished.
     Completed(DeliveryId, ConsumeOutcome),
     /// The user asked for a graceful shutdown.

@@ -39,7 +39,6 @@
 //! Users reach this through an adapter crate: `rocketmq_tokio::PushConsumer::builder("g")`,
 //! `rocketmq_tokio::Producer::builder("g")`.
 
-mod client;
 mod connection;
 mod control;
 mod driver;

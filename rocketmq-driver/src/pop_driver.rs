@@ -24,7 +24,6 @@ use futures_util::{FutureExt, StreamExt};
 use proto::message::Message;
 
 use crate::driver::conns::{ConnEvent, Conns};
-use crate::input::Input;
 use crate::runtime::{BoxFuture, Runtime};
 use crate::transport::Connector;
 
@@ -166,9 +165,7 @@ impl<R: Runtime> PopDriver<R> {
             mut inputs,
             done,
         } = self;
-        // `Conns` reports a failed writer as the push driver's `Input::Lost`.
-        let (lost_tx, mut lost) = mpsc::unbounded::<Input>();
-        let mut conns = Conns::new(runtime.clone(), lost_tx, tls);
+        let mut conns = Conns::new(runtime.clone(), tls);
         let mut waiters = Waiters::default();
         let mut report = None;
         let mut timer: Option<(Instant, BoxFuture<()>)> = None;
@@ -237,10 +234,7 @@ impl<R: Runtime> PopDriver<R> {
                 None => timer = None,
             }
             let woken = {
-                let outside = future::select(
-                    future::select(inputs.next(), lost.next()),
-                    conns.next_event(),
-                );
+                let outside = future::select(inputs.next(), conns.next_event());
                 match &mut timer {
                     Some((_, sleep)) => match future::select(outside, sleep.as_mut()).await {
                         Either::Left((woken, _)) => Some(woken),
@@ -252,18 +246,13 @@ impl<R: Runtime> PopDriver<R> {
             let now = runtime.now();
             match woken {
                 None => timer = None,
-                Some(Either::Left((Either::Left((input, _)), _))) => {
+                Some(Either::Left((input, _))) => {
                     // The driver holds a sender itself, so the channel never ends while it runs.
                     let Some(input) = input else { break };
                     if matches!(input, PopInput::Abort) {
                         break;
                     }
                     handle(&mut pop, &mut waiters, now, input);
-                }
-                Some(Either::Left((Either::Right((lost_conn, _)), _))) => {
-                    if let Some(Input::Lost(conn)) = lost_conn {
-                        on_conn_event(&mut pop, &mut conns, now, conn, ConnEvent::Lost);
-                    }
                 }
                 Some(Either::Right((event, _))) => {
                     if let Some((conn, event)) = event {
@@ -327,7 +316,7 @@ fn on_conn_event<R: Runtime>(
                 pop.handle_command(now, conn, command);
             }
         }
-        ConnEvent::Lost => {
+        ConnEvent::Lost(_) => {
             if let Some(addr) = conns.lost(conn) {
                 tracing::warn!(%addr, "connection lost or refused");
                 pop.handle_disconnected(now, conn);

@@ -1,8 +1,14 @@
-//! The producer's sans-IO part: which queue a message goes to, the request that carries it,
-//! what the broker's answer means, and whether a failed attempt is worth another.
+//! The producer as a sans-IO state machine, [`Producer`], in the consumer's shape: the
+//! application's sends go in ([`Producer::send`]), with what happens on the connections
+//! (`handle_connected`, `handle_disconnected`, `handle_command`) and the time
+//! (`handle_timeout`); connections to open, frames to write and each send's result come out
+//! ([`Producer::poll_output`]), with the next deadline ([`Producer::poll_timeout`]). It keeps
+//! its requests on the same request layer as the consumers (one connection per address with
+//! the reconnect backoff and connect deadline, opaques, deadlines, a lost connection's requests
+//! failed at once, a connection given up after `close_after_timeouts` timeouts in a row), so
+//! the async producer in `rocketmq-driver` only moves bytes, as it does for the consumers.
 //!
-//! Nothing here sends, waits or reads a clock: the async producer in `rocketmq-driver` owns the
-//! connections and the timers, and asks this module every question of policy:
+//! The coordinator calls down into the pieces of policy, each a pure part of its own:
 //!
 //! 1. [`ProducerMessage`]s are turned into a [`Prepared`] send once ([`Prepared::single`],
 //!    [`Prepared::batch`]): checked, given their `UNIQ_KEY`s, encoded. Every attempt reuses it,
@@ -18,21 +24,27 @@
 //!    [`SendError`].
 //! 4. [`Attempts::after`] says whether a failure is retried and whether the route is fetched
 //!    again first (`DefaultMQProducerImpl.sendDefaultImpl`).
+//! 5. [`SendPlan`] is one send's whole policy (route lookups in turn, the target of each
+//!    attempt, retries, the send timeout); the coordinator keeps one per send in flight, and
+//!    `lookups` makes a burst of sends to a topic without a route ask the name server once.
 
 mod attempts;
+mod config;
+mod lookups;
 mod message;
 mod outcome;
+mod output;
 mod plan;
 mod prepared;
 mod routes;
 #[cfg(test)]
 mod tests;
 
-use std::time::Duration;
-
 pub use attempts::{Attempts, Retry};
+pub use config::ProducerConfig;
 pub use message::ProducerMessage;
 pub use outcome::{SendError, SendResult, SendStatus};
+pub use output::{ProducerOutput, SendId};
 pub use plan::{SendPlan, Step};
 pub use prepared::{Prepared, UniqueIds};
 pub use proto::body::java_string_hash;
@@ -53,77 +65,370 @@ pub const DEFAULT_TOPIC: &str = "TBW102";
 /// Queues of a topic the broker creates on first send (`DefaultMQProducer.defaultTopicQueueNums`).
 const DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;
 
-/// A producer's configuration. Build it with [`ProducerConfig::new`] and adjust the public
-/// fields; [`ProducerConfig::validate`] runs when the producer is built.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct ProducerConfig {
-    /// The producer group (only named in requests: a plain producer needs no registration).
-    pub group: String,
-    /// Name server addresses (`host:port`), asked in turn for routes until one answers.
-    pub name_servers: Vec<String>,
-    /// How long one send may take, retries included (`sendMsgTimeout`, 3 s).
-    pub send_timeout: Duration,
-    /// Extra attempts after a failed one (`retryTimesWhenSendFailed`, 2).
-    pub retries: u32,
-    /// How long a fetched route is used before it is fetched again (Java refreshes every
-    /// `pollNameServerInterval`, 30 s). A failure that suggests the route moved drops it sooner.
-    pub route_ttl: Duration,
-    /// The largest body (sum of bodies for a batch) sent (`maxMessageSize`, 4 MiB).
-    pub max_message_size: usize,
-    /// Calls in a row that time out on one connection, with no answer between them, before it
-    /// is closed and the next call opens a new one (3), as the consumer's
-    /// `close_after_timeouts`: a broker that keeps the socket open but stopped answering (a
-    /// hung process, a connection dead without a FIN) is not waited on for ever.
-    pub close_after_timeouts: u32,
-    /// Credentials for a cluster with ACL: every route lookup and send is signed with them
-    /// (`None`, the default: nothing is signed).
-    pub credentials: Option<proto::acl::Credentials>,
-    /// The signature's HMAC (SHA1, the only one Apache's brokers check).
-    pub signature_algorithm: proto::acl::SignatureAlgorithm,
-    /// The tenant namespace (Java's `ClientConfig.namespace`): topics and the group are sent
-    /// as `namespace%name`; [`SendResult::queue`] names the topic without it.
-    pub namespace: Option<String>,
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+use proto::Command;
+
+use crate::conn::Connections;
+use crate::output::ConnId;
+use crate::requests::{InFlight, Pending, Placement};
+use crate::signer::Signer;
+use crate::timer::TimerQueue;
+use lookups::Lookups;
+
+/// The producer as a state machine (see the module docs). Sends are independent: each has its
+/// [`SendPlan`], and they share the route cache, the connections and the request table.
+#[derive(Debug)]
+pub struct Producer {
+    config: ProducerConfig,
+    routes: Routes,
+    /// Signs the requests of sends started from now on.
+    signer: Signer,
+    conns: Connections,
+    /// Requests in flight, each for a send (a route lookup or an attempt).
+    requests: InFlight<Request>,
+    timers: TimerQueue<Timer>,
+    /// The sends not over yet.
+    sends: BTreeMap<SendId, Sending>,
+    lookups: Lookups,
+    /// Why each address that failed last failed, for the sends refused while it is down.
+    failures: BTreeMap<String, String>,
+    outputs: VecDeque<ProducerOutput>,
+    next_send: u64,
+    closed: bool,
 }
 
-impl ProducerConfig {
-    /// A configuration for `group` with Java's defaults.
-    pub fn new(group: impl Into<String>, name_servers: Vec<String>) -> Self {
-        Self {
-            group: group.into(),
-            name_servers,
-            send_timeout: Duration::from_secs(3),
-            retries: 2,
-            route_ttl: Duration::from_secs(30),
-            max_message_size: 4 * 1024 * 1024,
-            close_after_timeouts: 3,
-            credentials: None,
-            signature_algorithm: proto::acl::SignatureAlgorithm::HmacSha1,
-            namespace: None,
+/// A send in flight.
+#[derive(Debug)]
+struct Sending {
+    plan: SendPlan,
+    /// Where its last request went.
+    peer: String,
+}
+
+/// What a request in flight is for.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    send: SendId,
+    /// A route lookup (else an attempt to store the message).
+    lookup: bool,
+}
+
+/// The producer's deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A request's answer deadline, by opaque.
+    Request(i32),
+    /// A connection still opening by then has failed.
+    Connect(ConnId),
+    /// A send whose address was in its reconnect backoff goes on.
+    Step(SendId),
+}
+
+impl Producer {
+    /// A producer for `config` (checked, as [`ProducerConfig::validate`] does).
+    pub fn new(config: ProducerConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            routes: Routes::new(config.route_ttl),
+            signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
+            conns: Connections::default(),
+            requests: InFlight::default(),
+            timers: TimerQueue::default(),
+            sends: BTreeMap::new(),
+            lookups: Lookups::default(),
+            failures: BTreeMap::new(),
+            outputs: VecDeque::new(),
+            next_send: 0,
+            closed: false,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProducerConfig {
+        &self.config
+    }
+
+    // ----- inputs -----
+
+    /// Starts sending `prepared` at `now`; its result comes as [`ProducerOutput::Sent`], within
+    /// the send timeout. A closed producer fails it at once ([`SendError::Closed`]).
+    pub fn send(&mut self, now: Instant, prepared: Prepared) -> SendId {
+        self.next_send += 1;
+        let send = SendId(self.next_send);
+        if self.closed {
+            self.outputs.push_back(ProducerOutput::Sent {
+                send,
+                result: Err(SendError::Closed),
+                peer: String::new(),
+            });
+            return send;
+        }
+        let plan = SendPlan::new(&self.config, prepared, now).signed_with(self.signer.clone());
+        self.sends.insert(
+            send,
+            Sending {
+                plan,
+                peer: String::new(),
+            },
+        );
+        self.step(now, send);
+        send
+    }
+
+    /// Signs every send started from now on with `credentials` (`None`: unsigned), so rotated
+    /// keys take effect without a restart.
+    pub fn set_credentials(&mut self, credentials: Option<proto::acl::Credentials>) {
+        self.signer.set_credentials(credentials);
+    }
+
+    /// The connection `conn` opened: what waited for it goes out.
+    pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        for command in self.conns.connected(now, conn) {
+            self.outputs
+                .push_back(ProducerOutput::Send { conn, command });
         }
     }
 
-    /// Checks the values Java would refuse.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let fail = |what: &str| Err(ConfigError(what.to_owned()));
-        if self.group.is_empty() || self.group.len() > 255 {
-            return fail("the producer group name must be 1 to 255 characters");
+    /// The connection `conn` failed to open, or was lost, for `reason` (what the system or the
+    /// TLS handshake said, which a send that fails for it reports).
+    pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId, reason: &str) {
+        self.connection_lost(now, conn, reason);
+    }
+
+    /// A frame arrived on `conn`: the answer to one of our requests. Requests from a broker (a
+    /// plain producer is asked nothing it must answer) and answers nobody waits for any more
+    /// (timed out) are dropped.
+    pub fn handle_command(&mut self, now: Instant, conn: ConnId, command: Command) {
+        if !command.is_response() {
+            return;
         }
-        if self.name_servers.is_empty() {
-            return fail("at least one name server address is needed");
+        let Some(pending) = self.requests.answered(conn, command.opaque) else {
+            return;
+        };
+        self.conns.answered(now, conn);
+        self.timers
+            .remove(pending.deadline, Timer::Request(command.opaque));
+        self.answer(now, pending, Ok(command));
+    }
+
+    /// Time passed: fire every deadline due at `now`. Calling it early is harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(timer) = self.timers.pop_due(now) {
+            match timer {
+                Timer::Request(opaque) => {
+                    let Some(pending) = self.requests.expired(opaque, now) else {
+                        continue;
+                    };
+                    let conn = pending.conn;
+                    let opening = self.conns.is_opening(conn);
+                    let peer = pending.addr.clone();
+                    self.answer(now, pending, Err(SendError::Timeout { peer }));
+                    // An open connection on which enough requests in a row timed out stopped
+                    // answering (the consumers' rule, `liveness::TimeoutStreak`); one still
+                    // opening is the connect deadline's to give up.
+                    if !opening && self.conns.timed_out(conn, self.config.close_after_timeouts) {
+                        self.drop_connection(now, conn, "requests in a row timed out");
+                    }
+                }
+                Timer::Connect(conn) => {
+                    if self.conns.is_opening(conn) {
+                        self.drop_connection(now, conn, "connect timed out");
+                    }
+                }
+                Timer::Step(send) => self.step(now, send),
+            }
         }
-        if self.send_timeout.is_zero() {
-            return fail("the send timeout must be positive");
+    }
+
+    /// Closes the producer: every connection closes, every send in flight fails
+    /// ([`SendError::Disconnected`] for one with a request out, whose message may have been
+    /// stored; [`SendError::Closed`] otherwise), and later sends fail with
+    /// [`SendError::Closed`].
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
         }
-        if self.max_message_size == 0 {
-            return fail("the maximum message size must be positive");
+        self.closed = true;
+        for conn in self.conns.ids() {
+            self.outputs.push_back(ProducerOutput::Close { conn });
         }
-        if self.close_after_timeouts == 0 {
-            return fail("close_after_timeouts must be positive");
+        self.conns.clear();
+        self.conns.to_open.clear();
+        self.lookups = Lookups::default();
+        let out: Vec<SendId> = self.requests.clear().into_iter().map(|r| r.send).collect();
+        self.timers.clear();
+        for (send, sending) in std::mem::take(&mut self.sends) {
+            let result = if out.contains(&send) {
+                Err(SendError::Disconnected {
+                    peer: sending.peer.clone(),
+                    reason: "the producer was closed".to_owned(),
+                })
+            } else {
+                Err(SendError::Closed)
+            };
+            self.outputs.push_back(ProducerOutput::Sent {
+                send,
+                result,
+                peer: sending.peer,
+            });
         }
-        if let Some(namespace) = &self.namespace {
-            crate::namespace::Namespace::new(namespace.as_str())?;
+    }
+
+    // ----- outputs -----
+
+    /// The next piece of work for the driver.
+    pub fn poll_output(&mut self) -> Option<ProducerOutput> {
+        // Connections first: what is sent on one is queued until it opens.
+        if let Some((conn, addr)) = self.conns.to_open.pop_front() {
+            return Some(ProducerOutput::Connect { conn, addr });
         }
-        Ok(())
+        self.outputs.pop_front()
+    }
+
+    /// When to call [`Producer::handle_timeout`] next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next().map(|(at, _)| at)
+    }
+
+    /// Sends not over yet.
+    pub fn sends_in_flight(&self) -> usize {
+        self.sends.len()
+    }
+
+    // ----- the coordinator -----
+
+    /// Asks `send`'s plan what comes next and does it.
+    fn step(&mut self, now: Instant, send: SendId) {
+        let Some(sending) = self.sends.get_mut(&send) else {
+            return;
+        };
+        match sending.plan.next_step(&mut self.routes, now) {
+            Step::Done(result) => self.finish(now, send, result),
+            Step::LookUp { addr, command } => {
+                let topic = sending.plan.prepared().topic().to_owned();
+                // Another send is asking already: this one goes on with its answer.
+                if self.lookups.ask(&topic, send) {
+                    self.request(now, send, true, &addr, command);
+                }
+            }
+            Step::Send { addr, command } => self.request(now, send, false, &addr, command),
+        }
+    }
+
+    /// Puts a request of `send` on the connection to `addr`, with the send's deadline.
+    fn request(&mut self, now: Instant, send: SendId, lookup: bool, addr: &str, command: Command) {
+        let Some(sending) = self.sends.get_mut(&send) else {
+            return;
+        };
+        sending.peer = addr.to_owned();
+        let deadline = sending.plan.deadline().max(now);
+        let kind = Request { send, lookup };
+        match self
+            .requests
+            .place(&mut self.conns, now, addr, command, kind, deadline)
+        {
+            Placement::Placed(placed) => {
+                if let Some(command) = placed.send {
+                    self.outputs.push_back(ProducerOutput::Send {
+                        conn: placed.conn,
+                        command,
+                    });
+                }
+                if placed.opening {
+                    self.timers.set(
+                        now + self.config.connect_timeout,
+                        Timer::Connect(placed.conn),
+                    );
+                }
+                self.timers.set(deadline, Timer::Request(placed.opaque));
+            }
+            Placement::Unavailable(pending) => {
+                // The address failed a moment ago and waits its reconnect backoff: the request
+                // goes then, if the send has time left (the plan asks for the same request
+                // again), rather than failing at once.
+                if let Some(at) = self
+                    .conns
+                    .down_until(now, addr)
+                    .filter(|at| *at < pending.deadline)
+                {
+                    self.timers.set(at, Timer::Step(send));
+                    return;
+                }
+                let reason = self.failures.get(addr).map_or_else(
+                    || "connection failed".to_owned(),
+                    |why| format!("{why} (not retried before the reconnect backoff)"),
+                );
+                let error = SendError::Disconnected {
+                    peer: addr.to_owned(),
+                    reason,
+                };
+                self.answer(now, pending, Err(error));
+            }
+        }
+    }
+
+    /// A request of a send ended: its plan takes the answer, then goes on; a route lookup's
+    /// end lets the sends that waited for it go on too.
+    fn answer(
+        &mut self,
+        now: Instant,
+        pending: Pending<Request>,
+        answer: Result<Command, SendError>,
+    ) {
+        let Request { send, lookup } = pending.kind;
+        let Some(sending) = self.sends.get_mut(&send) else {
+            return;
+        };
+        let topic = sending.plan.prepared().topic().to_owned();
+        sending.plan.handle_answer(&mut self.routes, now, answer);
+        let released = if lookup {
+            self.lookups.answered(&topic, send)
+        } else {
+            Vec::new()
+        };
+        self.step(now, send);
+        for waiting in released {
+            self.step(now, waiting);
+        }
+    }
+
+    /// `send` is over.
+    fn finish(&mut self, now: Instant, send: SendId, result: Result<SendResult, SendError>) {
+        let Some(sending) = self.sends.remove(&send) else {
+            return;
+        };
+        self.outputs.push_back(ProducerOutput::Sent {
+            send,
+            result,
+            peer: sending.peer,
+        });
+        for waiting in self.lookups.forget(send) {
+            self.step(now, waiting);
+        }
+    }
+
+    /// Gives up on `conn`: the driver closes it, and it is lost as if the peer had closed it.
+    fn drop_connection(&mut self, now: Instant, conn: ConnId, reason: &str) {
+        self.outputs.push_back(ProducerOutput::Close { conn });
+        self.connection_lost(now, conn, reason);
+    }
+
+    /// `conn` is gone: its requests fail at once, and its address waits the reconnect backoff.
+    fn connection_lost(&mut self, now: Instant, conn: ConnId, reason: &str) {
+        let retry_at = now + self.config.reconnect_backoff;
+        let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
+            return;
+        };
+        self.failures.insert(addr.clone(), reason.to_owned());
+        for pending in self.requests.lost_on(conn) {
+            let error = SendError::Disconnected {
+                peer: addr.clone(),
+                reason: reason.to_owned(),
+            };
+            self.answer(now, pending, Err(error));
+        }
     }
 }

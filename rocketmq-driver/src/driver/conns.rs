@@ -2,7 +2,8 @@
 //! of what happens on it (opened, a frame, lost) polled together with the driver's inputs, so
 //! a pull answer is decoded and handed to the consumer on the task that owns the consumer,
 //! with no hop to another thread. Writes go through a queue to a small task per connection
-//! (the loops are in [`connection`]), so the driver never waits on a socket.
+//! (the loops are in [`connection`]), so the driver never waits on a socket. Every driver task
+//! (push and lite pull consumers, pop consumers, the producer) keeps its connections in one.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,6 @@ use futures_util::{FutureExt, StreamExt};
 use proto::{Command, HeaderEncoding, frame};
 
 use crate::connection;
-use crate::input::Input;
 use crate::runtime::Runtime;
 use crate::transport::{self, Connector};
 
@@ -26,8 +26,9 @@ pub(crate) enum ConnEvent {
     Connected,
     /// A frame arrived.
     Frame(Command),
-    /// It could not be opened, broke, or the peer sent something that is not a frame.
-    Lost,
+    /// It could not be opened, broke, or the peer sent something that is not a frame; why, as
+    /// the system, the TLS handshake or the decoder said.
+    Lost(String),
 }
 
 /// The driver's side of a connection.
@@ -42,30 +43,28 @@ struct Conn {
     abort_write: AbortHandle,
 }
 
-/// Every connection the consumer asked for and has not closed or lost, and their reads.
+/// Every connection the client asked for and has not closed or lost, and their reads.
 pub(crate) struct Conns<R: Runtime> {
     runtime: R,
-    /// Where a writer reports that its connection broke.
-    inputs: mpsc::UnboundedSender<Input>,
+    /// Where a writer reports that its connection broke: one of the streams `reads` polls.
+    writes_failed: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     open: BTreeMap<ConnId, Conn>,
     /// TLS for every connection, when the client has it.
     tls: Option<Connector>,
-    /// Every connection's events, polled by the driver task; never ends (it holds a stream
-    /// that yields nothing), so polling it with no connection open waits instead of spinning.
+    /// Every connection's events, and the writers' failures, polled by the driver task; never
+    /// ends (the writers' channel stays open while `writes_failed` is held), so polling it with
+    /// no connection open waits instead of spinning.
     reads: SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>,
 }
 
 impl<R: Runtime> Conns<R> {
-    pub(crate) fn new(
-        runtime: R,
-        inputs: mpsc::UnboundedSender<Input>,
-        tls: Option<Connector>,
-    ) -> Self {
+    pub(crate) fn new(runtime: R, tls: Option<Connector>) -> Self {
+        let (writes_failed, failures) = mpsc::unbounded();
         let mut reads = SelectAll::new();
-        reads.push(stream::pending().boxed());
+        reads.push(failures.boxed());
         Self {
             runtime,
-            inputs,
+            writes_failed,
             open: BTreeMap::new(),
             tls,
             reads,
@@ -79,7 +78,7 @@ impl<R: Runtime> Conns<R> {
         let (writes, queued) = mpsc::unbounded();
         let (abort_write, registration) = AbortHandle::new_pair();
         let runtime = self.runtime.clone();
-        let inputs = self.inputs.clone();
+        let writes_failed = self.writes_failed.clone();
         let peer = addr.clone();
         let tls = self.tls.clone();
         let opened = async move {
@@ -89,21 +88,22 @@ impl<R: Runtime> Conns<R> {
                     // The core retries with its backoff; the reason (a refused port, a TLS
                     // certificate the client does not trust) is only known here.
                     tracing::warn!(peer = %peer, %error, "could not connect");
-                    return stream::iter([(conn, ConnEvent::Lost)]).boxed();
+                    let lost = ConnEvent::Lost(format!("connect: {error}"));
+                    return stream::iter([(conn, lost)]).boxed();
                 }
             };
             let (reader, writer) = stream.split();
             // Stops when a write fails or the driver drops the sender; a failure is reported
             // (the driver ignores the report of a connection it already closed or lost).
             let write = async move {
-                connection::write_frames(writer, queued).await;
-                let _ = inputs.unbounded_send(Input::Lost(conn));
+                let ended = connection::write_frames(writer, queued).await;
+                let _ = writes_failed.unbounded_send((conn, ConnEvent::Lost(ended.to_string())));
             };
             runtime.spawn(Box::pin(Abortable::new(write, registration).map(drop)));
             let frames = connection::frames(reader).map(move |read| match read {
                 Ok(command) => (conn, ConnEvent::Frame(command)),
                 Err(ended) => {
-                    // The consumer only hears "lost" (its requests fail as Disconnected): a peer
+                    // A consumer only hears "lost" (its requests fail as Disconnected): a peer
                     // that does not speak the protocol (a wrong port, a broken or hostile
                     // server) is told apart from one that closed only here.
                     if let connection::Ended::BadFrame(error) = &ended {
@@ -113,7 +113,7 @@ impl<R: Runtime> Conns<R> {
                             "the peer sent something that is not a frame; dropping the connection"
                         );
                     }
-                    (conn, ConnEvent::Lost)
+                    (conn, ConnEvent::Lost(ended.to_string()))
                 }
             });
             stream::iter([(conn, ConnEvent::Connected)])

@@ -77,7 +77,7 @@ impl<R: Runtime> Driver<R> {
             events,
             offsets,
             offsets_stored: true,
-            conns: Conns::new(runtime.clone(), inputs_tx.clone(), tls),
+            conns: Conns::new(runtime.clone(), tls),
             hooks: Hooks::new(runtime.clone(), hooks, inputs_tx.clone()),
             traces,
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
@@ -169,7 +169,6 @@ impl<R: Runtime> Io<R> {
     /// Feeds one input to the consumer.
     fn handle(&mut self, consumer: &mut Consumer, now: Instant, input: Input) {
         match input {
-            Input::Lost(conn) => self.on_conn_event(consumer, now, conn, ConnEvent::Lost),
             Input::Completed(id, outcome) => consumer.complete(now, id, outcome),
             Input::Shutdown => {
                 // A lite pull consumer shutting down no longer reads; its `Take` ends with it.
@@ -213,7 +212,7 @@ impl<R: Runtime> Io<R> {
                     consumer.handle_command(now, conn, command);
                 }
             }
-            ConnEvent::Lost => {
+            ConnEvent::Lost(_) => {
                 if let Some(addr) = self.conns.lost(conn) {
                     tracing::warn!(%addr, "connection lost or refused");
                     consumer.handle_disconnected(now, conn);

@@ -1,0 +1,366 @@
+//! The producer's state machine (`producer::Producer`) against hand-written name server and
+//! broker answers: what it sends and on which connection, and how each send ends. The policy of
+//! one send (`SendPlan`) is tested in `rocketmq-driver/tests/producer_routes.rs`; these pin what
+//! the coordinator adds: one route lookup for a burst of sends, the shared request layer's
+//! liveness rules (a lost connection's requests fail at once, the reconnect backoff, the
+//! connect deadline, `close_after_timeouts`), and closing.
+// These tests need one real `Instant` as the origin of their virtual clock; the core itself
+// never reads the clock (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use proto::body::{BrokerData, QueueData, TopicRouteData};
+use proto::headers::SendMessageResponse;
+use proto::{Command, CommandHeader, RequestCode, ResponseCode};
+
+use rocketmq_consumer_core::ConnId;
+use rocketmq_consumer_core::producer::{
+    Prepared, Producer, ProducerConfig, ProducerMessage, ProducerOutput, SendError, SendId,
+    SendResult, UniqueIds,
+};
+
+const NS: &str = "ns:9876";
+
+/// Topic `T` with 2 queues on `broker-a` (at `a:10911`) and, when `two`, on `broker-b` (at
+/// `b:10911`).
+fn route(two: bool) -> TopicRouteData {
+    let brokers: &[(&str, &str)] = if two {
+        &[("broker-a", "a:10911"), ("broker-b", "b:10911")]
+    } else {
+        &[("broker-a", "a:10911")]
+    };
+    TopicRouteData {
+        queue_datas: brokers
+            .iter()
+            .map(|(name, _)| QueueData {
+                broker_name: (*name).to_owned(),
+                read_queue_nums: 2,
+                write_queue_nums: 2,
+                perm: 6,
+                topic_sys_flag: 0,
+            })
+            .collect(),
+        broker_datas: brokers
+            .iter()
+            .map(|(name, addr)| BrokerData {
+                broker_name: (*name).to_owned(),
+                broker_addrs: [(0, (*addr).to_owned())].into(),
+                ..BrokerData::default()
+            })
+            .collect(),
+        ..TopicRouteData::default()
+    }
+}
+
+struct Harness {
+    now: Instant,
+    producer: Producer,
+    ids: UniqueIds,
+    /// Connections asked for and not yet opened or failed, with their address.
+    opening: Vec<(ConnId, String)>,
+    /// Every open connection's address.
+    open: Vec<(ConnId, String)>,
+    /// Requests written and not answered yet.
+    sent: Vec<(ConnId, Command)>,
+    closed: Vec<ConnId>,
+    results: Vec<(SendId, Result<SendResult, SendError>, String)>,
+}
+
+impl Harness {
+    fn new(config: ProducerConfig) -> Self {
+        Self {
+            now: Instant::now(),
+            producer: Producer::new(config).expect("a valid configuration"),
+            ids: UniqueIds::new(&[10, 0, 0, 1], 1, 1, 0),
+            opening: Vec::new(),
+            open: Vec::new(),
+            sent: Vec::new(),
+            closed: Vec::new(),
+            results: Vec::new(),
+        }
+    }
+
+    fn config() -> ProducerConfig {
+        ProducerConfig::new("g", vec![NS.to_owned()])
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.producer.poll_output() {
+            match output {
+                ProducerOutput::Connect { conn, addr } => self.opening.push((conn, addr)),
+                ProducerOutput::Send { conn, command } => self.sent.push((conn, command)),
+                ProducerOutput::Close { conn } => {
+                    self.closed.push(conn);
+                    self.open.retain(|(c, _)| *c != conn);
+                    self.opening.retain(|(c, _)| *c != conn);
+                }
+                ProducerOutput::Sent { send, result, peer } => {
+                    self.results.push((send, result, peer));
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, body: &str) -> SendId {
+        let prepared = Prepared::single(
+            self.producer.config(),
+            "T",
+            ProducerMessage::new(body.to_owned()),
+            &mut self.ids,
+            0,
+        )
+        .expect("a valid message");
+        let id = self.producer.send(self.now, prepared);
+        self.drain();
+        id
+    }
+
+    /// Opens every connection asked for (the ones to `except` fail with "refused").
+    fn connect_all(&mut self, except: &[&str]) {
+        for (conn, addr) in std::mem::take(&mut self.opening) {
+            if except.contains(&addr.as_str()) {
+                self.producer
+                    .handle_disconnected(self.now, conn, "connect: refused");
+            } else {
+                self.producer.handle_connected(self.now, conn);
+                self.open.push((conn, addr));
+            }
+        }
+        self.drain();
+    }
+
+    fn addr_of(&self, conn: ConnId) -> &str {
+        self.open
+            .iter()
+            .find(|(c, _)| *c == conn)
+            .map_or("", |(_, a)| a.as_str())
+    }
+
+    /// The unanswered requests with `code`, as (address, request).
+    fn requests(&self, code: RequestCode) -> Vec<(String, Command)> {
+        self.sent
+            .iter()
+            .filter(|(_, c)| c.request_code() == code)
+            .map(|(conn, c)| (self.addr_of(*conn).to_owned(), c.clone()))
+            .collect()
+    }
+
+    /// Takes the first unanswered request with `code`.
+    fn take(&mut self, code: RequestCode) -> (ConnId, Command) {
+        let at = self
+            .sent
+            .iter()
+            .position(|(_, c)| c.request_code() == code)
+            .unwrap_or_else(|| panic!("no {code} among {:?}", self.sent));
+        self.sent.remove(at)
+    }
+
+    fn respond(&mut self, (conn, request): (ConnId, Command), mut response: Command) {
+        response.opaque = request.opaque;
+        self.producer.handle_command(self.now, conn, response);
+        self.drain();
+    }
+
+    fn answer_route(&mut self, two: bool) {
+        let request = self.take(RequestCode::GET_ROUTEINFO_BY_TOPIC);
+        let response = Command::response(ResponseCode::SUCCESS, 0).with_body(route(two).encode());
+        self.respond(request, response);
+    }
+
+    fn answer_send(&mut self) {
+        let request = self.take(RequestCode::SEND_MESSAGE_V2);
+        let mut response = Command::response(ResponseCode::SUCCESS, 0);
+        response.ext_fields = SendMessageResponse {
+            msg_id: "OFFSET-ID".to_owned(),
+            queue_id: 0,
+            queue_offset: 7,
+            ..SendMessageResponse::default()
+        }
+        .to_ext_fields();
+        self.respond(request, response);
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.producer.handle_timeout(self.now);
+        self.drain();
+    }
+
+    fn result(&self, send: SendId) -> Option<&(SendId, Result<SendResult, SendError>, String)> {
+        self.results.iter().find(|(id, _, _)| *id == send)
+    }
+}
+
+#[test]
+fn a_send_looks_up_the_route_then_stores_the_message() {
+    let mut h = Harness::new(Harness::config());
+    let send = h.send("hello");
+    assert_eq!(h.opening.len(), 1, "the name server is dialled");
+    assert!(h.sent.is_empty(), "nothing is written before it opens");
+    h.connect_all(&[]);
+    h.answer_route(false);
+    h.connect_all(&[]);
+    let sends = h.requests(RequestCode::SEND_MESSAGE_V2);
+    assert_eq!(sends.len(), 1);
+    assert_eq!(sends[0].0, "a:10911");
+    h.answer_send();
+    let (_, result, peer) = h.result(send).expect("the send is over");
+    let result = result.as_ref().expect("stored");
+    assert_eq!(result.queue_offset, 7);
+    assert_eq!(peer, "a:10911");
+    assert_eq!(h.producer.sends_in_flight(), 0);
+    // What deadlines are left (connect deadlines of connections that opened) do nothing.
+    h.advance(Duration::from_secs(10));
+    assert_eq!((h.closed.len(), h.results.len()), (0, 1));
+
+    // The route is cached: the next send goes straight to the broker.
+    let again = h.send("again");
+    assert!(h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).is_empty());
+    h.answer_send();
+    assert!(h.result(again).is_some_and(|(_, r, _)| r.is_ok()));
+}
+
+#[test]
+fn a_burst_of_sends_to_a_new_topic_asks_the_name_server_once() {
+    let mut h = Harness::new(Harness::config());
+    let burst: Vec<SendId> = (0..5).map(|i| h.send(&format!("m{i}"))).collect();
+    h.connect_all(&[]);
+    assert_eq!(h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).len(), 1);
+    h.answer_route(false);
+    h.connect_all(&[]);
+    assert_eq!(h.requests(RequestCode::SEND_MESSAGE_V2).len(), 5);
+    for _ in 0..5 {
+        h.answer_send();
+    }
+    for send in burst {
+        assert!(h.result(send).is_some_and(|(_, r, _)| r.is_ok()));
+    }
+}
+
+#[test]
+fn a_lost_connection_fails_its_send_at_once_and_it_goes_to_the_other_broker() {
+    let mut h = Harness::new(Harness::config());
+    let send = h.send("m");
+    h.connect_all(&[]);
+    h.answer_route(true);
+    h.connect_all(&[]);
+    let (conn, _) = h.take(RequestCode::SEND_MESSAGE_V2);
+    let first = h.addr_of(conn).to_owned();
+    h.producer
+        .handle_disconnected(h.now, conn, "read: connection reset");
+    h.drain();
+    // Retried at once, on the other broker (after a fresh route: the failure suggests it
+    // moved).
+    if !h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).is_empty() {
+        h.answer_route(true);
+    }
+    h.connect_all(&[]);
+    let retry = h.requests(RequestCode::SEND_MESSAGE_V2);
+    assert_eq!(retry.len(), 1, "{:?}", h.sent);
+    assert_ne!(retry[0].0, first, "the failed broker is avoided");
+    h.answer_send();
+    assert!(h.result(send).is_some_and(|(_, r, _)| r.is_ok()));
+}
+
+#[test]
+fn a_refused_broker_is_dialled_again_only_after_the_reconnect_backoff() {
+    let mut h = Harness::new(Harness::config());
+    let send = h.send("m");
+    h.connect_all(&[]);
+    h.answer_route(false);
+    let dials_before = h.opening.len();
+    assert_eq!(dials_before, 1);
+    h.connect_all(&["a:10911"]);
+    // The only broker refused: the retry waits for the backoff instead of failing at once.
+    assert!(h.result(send).is_none(), "{:?}", h.results);
+    assert!(h.opening.is_empty(), "not dialled again at once");
+    h.advance(Duration::from_millis(999));
+    assert!(h.opening.is_empty(), "not before the backoff");
+    h.advance(Duration::from_millis(1));
+    // A route refresh may come first (the failure suggests the route moved).
+    h.connect_all(&[]);
+    if !h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).is_empty() {
+        h.answer_route(false);
+        h.advance(Duration::ZERO);
+    }
+    h.connect_all(&[]);
+    assert_eq!(h.requests(RequestCode::SEND_MESSAGE_V2).len(), 1);
+    h.answer_send();
+    assert!(h.result(send).is_some_and(|(_, r, _)| r.is_ok()));
+}
+
+#[test]
+fn a_silent_broker_connection_is_closed_after_three_timeouts_in_a_row() {
+    let mut config = Harness::config();
+    config.retries = 0;
+    let mut h = Harness::new(config);
+    h.send("warm");
+    h.connect_all(&[]);
+    h.answer_route(false);
+    h.connect_all(&[]);
+    h.answer_send();
+    let broker_conn = h.open.iter().find(|(_, a)| a == "a:10911").map(|(c, _)| *c);
+    // The broker stops answering: three sends time out (3 s each), the connection is closed.
+    for i in 0..3 {
+        let send = h.send(&format!("lost{i}"));
+        assert!(h.closed.is_empty(), "kept after {i} timeouts");
+        h.advance(Duration::from_secs(3));
+        assert!(matches!(
+            h.result(send),
+            Some((_, Err(SendError::Timeout { .. }), _))
+        ));
+        h.sent.clear();
+    }
+    assert_eq!(h.closed, broker_conn.into_iter().collect::<Vec<_>>());
+    // The next send opens a new connection (after the backoff) and works.
+    let send = h.send("after");
+    h.advance(Duration::from_secs(1));
+    h.connect_all(&[]);
+    h.answer_send();
+    assert!(h.result(send).is_some_and(|(_, r, _)| r.is_ok()));
+}
+
+#[test]
+fn a_connection_that_never_opens_is_given_up_at_the_connect_deadline() {
+    let mut h = Harness::new(Harness::config());
+    let send = h.send("m");
+    assert_eq!(h.opening.len(), 1);
+    // The name server's connection hangs: it is closed at 3 s, and the send has no other
+    // name server to ask, so it fails with the reason.
+    h.advance(Duration::from_secs(3));
+    assert_eq!(h.closed.len(), 1);
+    let (_, result, peer) = h.result(send).expect("over by its deadline");
+    assert_eq!(peer, NS);
+    assert!(
+        matches!(result, Err(SendError::Timeout { peer }) if peer == NS)
+            || matches!(result, Err(SendError::Disconnected { reason, .. }) if reason.contains("connect timed out")),
+        "{result:?}"
+    );
+    // The next send dials again once the backoff has passed.
+    let next = h.send("next");
+    assert!(h.opening.is_empty(), "not within the backoff");
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.opening.len(), 1);
+    assert!(h.result(next).is_none());
+}
+
+#[test]
+fn closing_fails_sends_in_flight_and_refuses_later_ones() {
+    let mut h = Harness::new(Harness::config());
+    let in_flight = h.send("m");
+    h.connect_all(&[]);
+    h.producer.close();
+    h.drain();
+    assert_eq!(h.closed.len(), 1, "the name server's connection is closed");
+    assert!(matches!(
+        h.result(in_flight),
+        Some((_, Err(SendError::Disconnected { .. }), _))
+    ));
+    let later = h.send("late");
+    assert!(matches!(
+        h.result(later),
+        Some((_, Err(SendError::Closed), _))
+    ));
+    assert_eq!(h.producer.poll_timeout(), None);
+}
