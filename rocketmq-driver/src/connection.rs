@@ -1,21 +1,18 @@
-//! One open connection's frame loops, shared by every driver task (`driver::conns`): a reader
-//! that decodes frames into a [`Stream`] the task polls itself, and a writer that sends the
-//! frames the task queues, each running until its side stops.
+//! One open connection's reading, shared by every driver task (`driver::conns`, which writes
+//! itself): the frames decoded from the socket as a [`Stream`] the task polls.
 
 use std::io;
 
-use bytes::{Bytes, BytesMut};
-use futures_channel::mpsc;
-use futures_io::{AsyncRead, AsyncWrite};
-use futures_util::StreamExt;
-use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+use bytes::BytesMut;
+use futures_io::AsyncRead;
+use futures_util::io::AsyncReadExt;
 use futures_util::stream::{self, Stream};
 use proto::{Command, FrameDecoder, FrameError};
 
 /// Bytes read from a socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// Why a connection's loops stopped.
+/// Why reading a connection stopped.
 #[derive(Debug)]
 pub(crate) enum Ended {
     /// The peer closed the stream.
@@ -24,10 +21,6 @@ pub(crate) enum Ended {
     Read(io::Error),
     /// The peer sent something that is not a frame.
     BadFrame(FrameError),
-    /// Writing failed.
-    Write(io::Error),
-    /// Every sender of the write queue is gone: nobody can send on the connection any more.
-    Unused,
 }
 
 impl std::fmt::Display for Ended {
@@ -36,8 +29,6 @@ impl std::fmt::Display for Ended {
             Self::ByPeer => f.write_str("closed by the peer"),
             Self::Read(e) => write!(f, "read: {e}"),
             Self::BadFrame(e) => write!(f, "bad frame from the peer: {e}"),
-            Self::Write(e) => write!(f, "write: {e}"),
-            Self::Unused => f.write_str("connection closed"),
         }
     }
 }
@@ -70,27 +61,4 @@ pub(crate) fn frames(
             }
         }
     })
-}
-
-/// Writes queued frames, flushing once the queue is empty, until a write fails or every sender
-/// is gone (then it closes the writer); returns why.
-pub(crate) async fn write_frames(
-    mut writer: impl AsyncWrite + Unpin,
-    mut queued: mpsc::UnboundedReceiver<Bytes>,
-) -> Ended {
-    while let Some(frame) = queued.next().await {
-        if let Err(e) = writer.write_all(&frame).await {
-            return Ended::Write(e);
-        }
-        while let Ok(frame) = queued.try_recv() {
-            if let Err(e) = writer.write_all(&frame).await {
-                return Ended::Write(e);
-            }
-        }
-        if let Err(e) = writer.flush().await {
-            return Ended::Write(e);
-        }
-    }
-    let _ = writer.close().await;
-    Ended::Unused
 }

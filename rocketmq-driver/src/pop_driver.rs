@@ -217,6 +217,7 @@ impl<R: Runtime> PopDriver<R> {
                     }
                 }
             }
+            conns.flush().await;
             if pop.is_closed() {
                 break;
             }

@@ -1,24 +1,28 @@
-//! The driver's connections. The driver task reads them itself: each connection is a stream
-//! of what happens on it (opened, a frame, lost) polled together with the driver's inputs, so
-//! a pull answer is decoded and handed to the consumer on the task that owns the consumer,
-//! with no hop to another thread. Writes go through a queue to a small task per connection
-//! (the loops are in [`connection`]), so the driver never waits on a socket. Every driver task
-//! (push and lite pull consumers, pop consumers, the producer) keeps its connections in one.
+//! The driver's connections. The driver task reads and writes them itself: each connection is a
+//! stream of what happens on it (opened, a frame, lost) polled together with the driver's
+//! inputs, so a pull answer is decoded and handed to the client on the task that owns it; and
+//! what the client sends is written on the socket by the same task, at once, so a pull request
+//! leaves with no hop to another task or thread either. Every driver task (push and lite pull
+//! consumers, pop consumers, the producer) keeps its connections in one.
+//!
+//! A write that cannot finish (the socket's buffer is full) keeps the rest in the connection's
+//! buffer and registers the driver task's waker with the socket, so the task comes back to it
+//! when the socket can take more ([`Conns::next_event`] writes what waits before it reads).
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use consumer_core::ConnId;
-use futures_channel::mpsc;
-use futures_util::future::{AbortHandle, Abortable};
-use futures_util::io::AsyncReadExt;
+use futures_util::io::{AsyncReadExt, WriteHalf};
 use futures_util::stream::{self, BoxStream, SelectAll};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::{AsyncWrite, StreamExt, future};
 use proto::{Command, HeaderEncoding, frame};
 
 use crate::connection;
 use crate::runtime::Runtime;
-use crate::transport::{self, Connector};
+use crate::transport::{self, Connector, Transport};
 
 /// What happened on a connection.
 pub(crate) enum ConnEvent {
@@ -31,77 +35,130 @@ pub(crate) enum ConnEvent {
     Lost(String),
 }
 
+/// The write half of an open connection.
+type Writer<R> = WriteHalf<Transport<<R as Runtime>::Stream>>;
+
+/// What a connection's stream yields: as [`ConnEvent`], but an opening hands its write half
+/// over.
+enum Raw<W> {
+    Opened(W),
+    Frame(Command),
+    Lost(String),
+}
+
 /// The driver's side of a connection.
-struct Conn {
+struct Conn<W> {
     /// The peer, for logs.
     addr: String,
-    /// Encoded frames for the writer.
-    writes: mpsc::UnboundedSender<Bytes>,
-    /// Ends the reading (and so, with the writer's end, drops the socket).
-    abort_read: AbortHandle,
-    /// Ends the writer task.
-    abort_write: AbortHandle,
+    /// The write half, once it opened.
+    writer: Option<W>,
+    /// Encoded frames not written yet.
+    out: BytesMut,
+    /// Bytes were written since the last flush (TLS keeps records until flushed).
+    unflushed: bool,
+    /// Why writing failed, once it did: reported as its loss.
+    failed: Option<String>,
+    /// Ends the reading (and so, with the write half dropped, the socket).
+    abort_read: stream::AbortHandle,
+}
+
+/// The future of [`Conns::next_event`] (a type of its own, with no destructor, so the driver's
+/// loop may use the connections again as soon as it has the event).
+pub(crate) struct NextEvent<'a, R: Runtime>(&'a mut Conns<R>);
+
+impl<R: Runtime> Future for NextEvent<'_, R> {
+    type Output = Option<(ConnId, ConnEvent)>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().0.poll_event(cx)
+    }
+}
+
+impl<W: AsyncWrite + Unpin> Conn<W> {
+    /// Writes what waits, then flushes; stops where the socket cannot take more (its waker in
+    /// `cx` is then registered). A failure is kept in `failed`.
+    fn write_out(&mut self, cx: &mut Context<'_>) {
+        let Some(writer) = self.writer.as_mut() else {
+            return;
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        while !self.out.is_empty() {
+            match Pin::new(&mut *writer).poll_write(cx, &self.out) {
+                Poll::Ready(Ok(0)) => {
+                    self.failed = Some("write: the connection took no bytes".to_owned());
+                    return;
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.out.advance(n);
+                    self.unflushed = true;
+                }
+                Poll::Ready(Err(e)) => {
+                    self.failed = Some(format!("write: {e}"));
+                    return;
+                }
+                Poll::Pending => return,
+            }
+        }
+        if self.unflushed {
+            match Pin::new(writer).poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.unflushed = false,
+                Poll::Ready(Err(e)) => self.failed = Some(format!("write: {e}")),
+                Poll::Pending => {}
+            }
+        }
+    }
 }
 
 /// Every connection the client asked for and has not closed or lost, and their reads.
 pub(crate) struct Conns<R: Runtime> {
     runtime: R,
-    /// Where a writer reports that its connection broke: one of the streams `reads` polls.
-    writes_failed: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
-    open: BTreeMap<ConnId, Conn>,
+    open: BTreeMap<ConnId, Conn<Writer<R>>>,
     /// TLS for every connection, when the client has it.
     tls: Option<Connector>,
-    /// Every connection's events, and the writers' failures, polled by the driver task; never
-    /// ends (the writers' channel stays open while `writes_failed` is held), so polling it with
-    /// no connection open waits instead of spinning.
-    reads: SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>,
+    /// Every connection's events, polled by the driver task; never ends (it holds a stream
+    /// that yields nothing), so polling it with no connection open waits instead of spinning.
+    reads: SelectAll<BoxStream<'static, (ConnId, Raw<Writer<R>>)>>,
+    /// The driver task's waker, as of its last poll of [`Conns::next_event`] or
+    /// [`Conns::flush`]: writes made in between register it when a socket is full.
+    waker: Option<Waker>,
 }
 
 impl<R: Runtime> Conns<R> {
     pub(crate) fn new(runtime: R, tls: Option<Connector>) -> Self {
-        let (writes_failed, failures) = mpsc::unbounded();
         let mut reads = SelectAll::new();
-        reads.push(failures.boxed());
+        reads.push(stream::pending().boxed());
         Self {
             runtime,
-            writes_failed,
             open: BTreeMap::new(),
             tls,
             reads,
+            waker: None,
         }
     }
 
     /// Opens `addr`: its events ([`ConnEvent::Connected`], then each frame, and
-    /// [`ConnEvent::Lost`] when it ends) come from [`Conns::next_event`]; what
-    /// [`Conns::send`] queues is written by a task of its own.
+    /// [`ConnEvent::Lost`] when it ends) come from [`Conns::next_event`]; what [`Conns::send`]
+    /// queues is written once it is open.
     pub(crate) fn open(&mut self, conn: ConnId, addr: String) {
-        let (writes, queued) = mpsc::unbounded();
-        let (abort_write, registration) = AbortHandle::new_pair();
         let runtime = self.runtime.clone();
-        let writes_failed = self.writes_failed.clone();
         let peer = addr.clone();
         let tls = self.tls.clone();
         let opened = async move {
             let stream = match transport::connect(&runtime, peer.clone(), tls.as_ref()).await {
                 Ok(stream) => stream,
                 Err(error) => {
-                    // The core retries with its backoff; the reason (a refused port, a TLS
+                    // The client retries with its backoff; the reason (a refused port, a TLS
                     // certificate the client does not trust) is only known here.
                     tracing::warn!(peer = %peer, %error, "could not connect");
-                    let lost = ConnEvent::Lost(format!("connect: {error}"));
+                    let lost = Raw::Lost(format!("connect: {error}"));
                     return stream::iter([(conn, lost)]).boxed();
                 }
             };
             let (reader, writer) = stream.split();
-            // Stops when a write fails or the driver drops the sender; a failure is reported
-            // (the driver ignores the report of a connection it already closed or lost).
-            let write = async move {
-                let ended = connection::write_frames(writer, queued).await;
-                let _ = writes_failed.unbounded_send((conn, ConnEvent::Lost(ended.to_string())));
-            };
-            runtime.spawn(Box::pin(Abortable::new(write, registration).map(drop)));
             let frames = connection::frames(reader).map(move |read| match read {
-                Ok(command) => (conn, ConnEvent::Frame(command)),
+                Ok(command) => (conn, Raw::Frame(command)),
                 Err(ended) => {
                     // A consumer only hears "lost" (its requests fail as Disconnected): a peer
                     // that does not speak the protocol (a wrong port, a broken or hostile
@@ -113,10 +170,10 @@ impl<R: Runtime> Conns<R> {
                             "the peer sent something that is not a frame; dropping the connection"
                         );
                     }
-                    (conn, ConnEvent::Lost(ended.to_string()))
+                    (conn, Raw::Lost(ended.to_string()))
                 }
             });
-            stream::iter([(conn, ConnEvent::Connected)])
+            stream::iter([(conn, Raw::Opened(writer))])
                 .chain(frames)
                 .boxed()
         };
@@ -126,38 +183,101 @@ impl<R: Runtime> Conns<R> {
             conn,
             Conn {
                 addr,
-                writes,
+                writer: None,
+                out: BytesMut::new(),
+                unflushed: false,
+                failed: None,
                 abort_read,
-                abort_write,
             },
         );
     }
 
-    /// The next event on any connection (waits for ever when none is open).
-    pub(crate) fn next_event(
-        &mut self,
-    ) -> stream::Next<'_, SelectAll<BoxStream<'static, (ConnId, ConnEvent)>>> {
-        self.reads.next()
+    /// The next event on any connection (waits for ever when none is open). Writes what waits
+    /// first; a connection whose write failed is reported lost.
+    pub(crate) fn next_event(&mut self) -> NextEvent<'_, R> {
+        NextEvent(self)
     }
 
-    /// Encodes `command` and queues it for `conn`'s writer. A command for a connection that is
-    /// already gone is dropped: its loss is on its way to the consumer, which fails the request.
-    /// So is one that does not encode (larger than a frame may be): the consumer's request
-    /// deadline fails it, as it would any unanswered request.
-    pub(crate) fn send(&self, conn: ConnId, command: &Command) {
-        let Some(conn) = self.open.get(&conn) else {
-            return;
-        };
-        let mut buf = BytesMut::new();
-        if frame::encode(command, HeaderEncoding::Json, &mut buf).is_ok() {
-            let _ = conn.writes.unbounded_send(buf.freeze());
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<(ConnId, ConnEvent)>> {
+        self.write_all(cx);
+        if let Some((conn, reason)) = self
+            .open
+            .iter_mut()
+            .find_map(|(id, c)| c.failed.take().map(|r| (*id, r)))
+        {
+            return Poll::Ready(Some((conn, ConnEvent::Lost(reason))));
+        }
+        loop {
+            return match self.reads.poll_next_unpin(cx) {
+                Poll::Ready(Some((conn, Raw::Opened(writer)))) => {
+                    let Some(open) = self.open.get_mut(&conn) else {
+                        // Closed while it opened: the write half goes with it.
+                        continue;
+                    };
+                    open.writer = Some(writer);
+                    // Anything queued before it opened goes now.
+                    open.write_out(cx);
+                    Poll::Ready(Some((conn, ConnEvent::Connected)))
+                }
+                Poll::Ready(Some((conn, Raw::Frame(command)))) => {
+                    Poll::Ready(Some((conn, ConnEvent::Frame(command))))
+                }
+                Poll::Ready(Some((conn, Raw::Lost(reason)))) => {
+                    Poll::Ready(Some((conn, ConnEvent::Lost(reason))))
+                }
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            };
         }
     }
 
-    /// Closes `conn` (the consumer asked); nothing more is reported of it.
+    /// Writes what waits on every connection now (the driver calls it after each pass over the
+    /// client's outputs, so nothing waits for the next event).
+    pub(crate) async fn flush(&mut self) {
+        future::poll_fn(|cx| {
+            self.write_all(cx);
+            Poll::Ready(())
+        })
+        .await;
+    }
+
+    /// Writes what waits on every connection, with the task's waker in `cx`.
+    fn write_all(&mut self, cx: &mut Context<'_>) {
+        if !self
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            self.waker = Some(cx.waker().clone());
+        }
+        for conn in self.open.values_mut() {
+            if !conn.out.is_empty() || conn.unflushed {
+                conn.write_out(cx);
+            }
+        }
+    }
+
+    /// Encodes `command` and writes it on `conn` at once (what the socket cannot take now is
+    /// kept and written when it can). A command for a connection that is already gone is
+    /// dropped: its loss is on its way to the client, which fails the request. So is one that
+    /// does not encode (larger than a frame may be): the client's request deadline fails it, as
+    /// it would any unanswered request.
+    pub(crate) fn send(&mut self, conn: ConnId, command: &Command) {
+        let Some(open) = self.open.get_mut(&conn) else {
+            return;
+        };
+        if frame::encode(command, HeaderEncoding::Json, &mut open.out).is_err() {
+            return;
+        }
+        // Written from the driver task, with its waker: called between two of its polls.
+        let waker = self.waker.clone().unwrap_or_else(|| Waker::noop().clone());
+        open.write_out(&mut Context::from_waker(&waker));
+    }
+
+    /// Closes `conn` (the client asked); nothing more is reported of it.
     pub(crate) fn close(&mut self, conn: ConnId) {
         if let Some(conn) = self.open.remove(&conn) {
-            conn.abort();
+            conn.abort_read.abort();
         }
     }
 
@@ -169,21 +289,14 @@ impl<R: Runtime> Conns<R> {
     /// `conn` was lost or refused: forgets it, and returns its peer if it was ours.
     pub(crate) fn lost(&mut self, conn: ConnId) -> Option<String> {
         let conn = self.open.remove(&conn)?;
-        conn.abort();
+        conn.abort_read.abort();
         Some(conn.addr)
     }
 
     /// Ends every connection.
     pub(crate) fn abort_all(&mut self) {
         for conn in std::mem::take(&mut self.open).into_values() {
-            conn.abort();
+            conn.abort_read.abort();
         }
-    }
-}
-
-impl Conn {
-    fn abort(&self) {
-        self.abort_read.abort();
-        self.abort_write.abort();
     }
 }

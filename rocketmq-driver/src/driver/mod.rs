@@ -87,6 +87,7 @@ impl<R: Runtime> Driver<R> {
         let mut timer: Option<(Instant, BoxFuture<()>)> = None;
         loop {
             io.drain(&mut consumer);
+            io.conns.flush().await;
             if consumer.is_closed() {
                 break;
             }

@@ -73,6 +73,7 @@ async fn run<R: Runtime>(
                 }
             }
         }
+        conns.flush().await;
         if closing {
             break;
         }
