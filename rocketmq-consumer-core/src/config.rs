@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub use crate::error::ConfigError;
 use crate::rate::RateLimit;
 use crate::rebalance::Strategy;
 
@@ -314,8 +315,3 @@ impl ConsumerConfig {
         asked.clamp(Duration::from_millis(10), Duration::from_secs(30))
     }
 }
-
-/// A configuration or subscription the consumer cannot work with.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid consumer configuration: {0}")]
-pub struct ConfigError(pub String);

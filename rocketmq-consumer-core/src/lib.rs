@@ -46,25 +46,26 @@
 
 pub mod config;
 mod conn;
-pub mod consumer;
+mod consumer;
+mod error;
 mod id;
-pub mod liveness;
+mod liveness;
 mod membership;
 pub mod namespace;
 pub mod output;
 pub mod pop;
 pub mod producer;
-pub mod pull;
+mod pull;
 pub mod queue;
 pub mod rate;
 pub mod rebalance;
 mod requests;
-pub mod signer;
+mod signer;
 pub mod stats;
 mod timer;
 
 pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageModel};
-pub use consumer::Consumer;
+pub use consumer::{Consumer, RETRY_TOPIC_PREFIX};
 pub use output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled, RequestId,
     ShutdownReport,
@@ -72,6 +73,7 @@ pub use output::{
 pub use pop::{PopConfig, PopConsumer, PopMode};
 pub use proto::MessageQueue;
 pub use proto::acl::{Credentials, SignatureAlgorithm};
+pub use signer::is_access_refusal;
 pub use stats::{
     ConnectionState, ConnectionStats, ConsumerStats, Latency, LatencyBuckets, QueueStats,
 };

@@ -11,13 +11,13 @@
 
 /// Requests in a row that timed out on one connection since it last answered anything.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimeoutStreak {
+pub(crate) struct TimeoutStreak {
     count: u32,
 }
 
 /// What one more timed-out request means for its connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AfterTimeout {
+pub(crate) enum AfterTimeout {
     /// Keep using it.
     Keep,
     /// Close it: the next request gets a new connection.
@@ -27,7 +27,7 @@ pub enum AfterTimeout {
 /// Why a connection is given up on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum GiveUp {
+pub(crate) enum GiveUp {
     /// The configured number of requests in a row timed out on it.
     Unresponsive,
 }
@@ -42,13 +42,13 @@ impl std::fmt::Display for GiveUp {
 
 impl TimeoutStreak {
     /// Anything arrived on the connection: it is alive, the streak ends.
-    pub fn handle_answer(&mut self) {
+    pub(crate) fn handle_answer(&mut self) {
         self.count = 0;
     }
 
     /// A request on the connection timed out: with `limit` in a row (a positive limit: the
     /// configs check it), the connection is closed.
-    pub fn handle_timeout(&mut self, limit: u32) -> AfterTimeout {
+    pub(crate) fn handle_timeout(&mut self, limit: u32) -> AfterTimeout {
         self.count = self.count.saturating_add(1);
         if self.count >= limit {
             AfterTimeout::Close(GiveUp::Unresponsive)
@@ -58,7 +58,7 @@ impl TimeoutStreak {
     }
 
     /// Requests in a row that timed out (the connection's stats).
-    pub fn count(&self) -> u32 {
+    pub(crate) fn count(&self) -> u32 {
         self.count
     }
 }

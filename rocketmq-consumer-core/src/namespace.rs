@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use proto::MessageQueue;
 use proto::message::Message;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::output::{Event, Output, Polled};
 
 /// `NamespaceUtil.NAMESPACE_SEPARATOR`.

@@ -8,7 +8,7 @@ use proto::{Command, ResponseCode};
 
 /// What one pull response means for its queue.
 #[derive(Debug)]
-pub enum PullOutcome {
+pub(crate) enum PullOutcome {
     /// Messages (after the client-side tag re-check; maybe none survived it). Nothing new
     /// (`PULL_NOT_FOUND`) or nothing matching (`PULL_RETRY_IMMEDIATELY`) is a find of none:
     /// the position moves on alike.
@@ -46,7 +46,7 @@ pub enum PullOutcome {
 /// subscription's tag set when it names tags); `retry_topic` is the group's `%RETRY%` topic,
 /// whose messages get their original topic back from `RETRY_TOPIC`
 /// (`DefaultMQPushConsumerImpl.resetRetryAndNamespace`).
-pub fn interpret(
+pub(crate) fn interpret(
     response: &Command,
     requested_offset: i64,
     subscription: Option<&SubscriptionData>,

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// How far ahead of now a bucket may run: the burst a limit allows after a quiet spell.
 pub const BURST: Duration = Duration::from_millis(100);

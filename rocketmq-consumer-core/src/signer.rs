@@ -40,14 +40,14 @@ pub fn is_access_refusal(code: ResponseCode, remark: Option<&str>) -> bool {
 /// `doAfterResponse` empty, so the answers a client gives to broker-initiated requests
 /// (running info, consume directly) go unsigned, and brokers do not check them.
 #[derive(Clone, Default)]
-pub struct Signer {
+pub(crate) struct Signer {
     credentials: Option<Arc<Credentials>>,
     algorithm: SignatureAlgorithm,
 }
 
 impl Signer {
     /// A signer with `credentials` (none: requests leave unsigned).
-    pub fn new(credentials: Option<Credentials>, algorithm: SignatureAlgorithm) -> Self {
+    pub(crate) fn new(credentials: Option<Credentials>, algorithm: SignatureAlgorithm) -> Self {
         Self {
             credentials: credentials.map(Arc::new),
             algorithm,
@@ -56,17 +56,12 @@ impl Signer {
 
     /// Uses `credentials` from now on: every request signed after this call, including those
     /// already queued but not yet handed out, carries them.
-    pub fn set_credentials(&mut self, credentials: Option<Credentials>) {
+    pub(crate) fn set_credentials(&mut self, credentials: Option<Credentials>) {
         self.credentials = credentials.map(Arc::new);
     }
 
-    /// Whether requests are signed.
-    pub fn is_signing(&self) -> bool {
-        self.credentials.is_some()
-    }
-
     /// Signs `command` when it is a request and there are credentials.
-    pub fn sign(&self, command: &mut Command) {
+    pub(crate) fn sign(&self, command: &mut Command) {
         if let Some(credentials) = &self.credentials
             && !command.is_response()
         {

@@ -42,6 +42,7 @@
 mod connection;
 mod control;
 mod driver;
+mod host;
 mod input;
 mod lite_pull;
 #[cfg(feature = "metrics")]
@@ -60,6 +61,7 @@ mod tls;
 mod trace_dispatch;
 mod transport;
 
+pub use consumer_core::is_access_refusal;
 pub use consumer_core::namespace::Namespace;
 pub use consumer_core::pop::{PopEvent, PopMessage, PopShutdownReport, PopStats, Receipt};
 pub use consumer_core::producer::{
@@ -69,7 +71,6 @@ pub use consumer_core::rate::RateLimit;
 pub use consumer_core::rebalance::{
     DEFAULT_VIRTUAL_NODES, MachineRoomResolver, RoomPrefix, Strategy,
 };
-pub use consumer_core::signer::is_access_refusal;
 pub use consumer_core::stats::{
     ConnectionState, ConnectionStats, ConsumerStats, Latency, QueueStats,
 };

@@ -18,9 +18,9 @@ use consumer_core::{ConfigError, ConsumeOutcome, Credentials};
 use proto::message::Message;
 
 use crate::DriverStopped;
+use crate::host::{local_ip, since_epoch};
 use crate::pop_driver::{PopEventSink, PopHandler, PopInput, PopSpawned};
 use crate::runtime::Runtime;
-use crate::setup::{local_ip, since_epoch};
 
 /// Builds a [`PopConsumer`] (or, with [`PopConsumerBuilder::build_simple`], a
 /// [`SimpleConsumer`](crate::SimpleConsumer)).

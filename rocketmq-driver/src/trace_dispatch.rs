@@ -16,8 +16,12 @@ use futures_channel::oneshot;
 use futures_util::future;
 use proto::trace::TraceBatch;
 
-use crate::producer::Producer;
-use crate::runtime::Runtime;
+use crate::runtime::{BoxFuture, Runtime};
+
+/// How the sending task sends one trace message: with a producer of its own, built by
+/// `ProducerBuilder::trace_queue` (which closes when this is dropped, at the task's end).
+pub(crate) type SendTrace =
+    Box<dyn Fn(ProducerMessage) -> BoxFuture<Result<(), String>> + Send + Sync>;
 
 /// Records the buffer holds before it drops new ones.
 const CAPACITY: usize = 50_000;
@@ -46,14 +50,15 @@ pub(crate) struct TraceQueue {
 }
 
 impl TraceQueue {
-    /// Starts the sending task for `topic` on `runtime`, sending with `producer`.
-    pub(crate) fn start<R: Runtime>(runtime: &R, producer: Producer<R>, topic: String) -> Self {
+    /// Starts the sending task on `runtime`, sending with `send`; `topic` names the trace topic
+    /// in logs.
+    pub(crate) fn start<R: Runtime>(runtime: &R, send: SendTrace, topic: String) -> Self {
         let buffer = Arc::new(Mutex::new(Buffer::default()));
         let dropped = Arc::new(AtomicU64::new(0));
         let (done, finished) = oneshot::channel();
         let sending = send_all(
             runtime.clone(),
-            producer,
+            send,
             topic,
             Arc::clone(&buffer),
             Arc::clone(&dropped),
@@ -111,7 +116,7 @@ impl Drop for TraceQueue {
 /// Sends what the buffer holds every [`POLL`] until it is closed and empty.
 async fn send_all<R: Runtime>(
     runtime: R,
-    producer: Producer<R>,
+    send: SendTrace,
     topic: String,
     buffer: Arc<Mutex<Buffer>>,
     dropped: Arc<AtomicU64>,
@@ -125,7 +130,7 @@ async fn send_all<R: Runtime>(
         };
         for (body, keys, count) in pack(&batches) {
             let message = ProducerMessage::new(body).with_keys(keys);
-            if let Err(e) = producer.send(&topic, message).await {
+            if let Err(e) = send(message).await {
                 tracing::debug!(%topic, error = %e, records = count, "trace records not sent");
                 dropped.fetch_add(count, Ordering::Relaxed);
             }
@@ -134,7 +139,6 @@ async fn send_all<R: Runtime>(
             break;
         }
     }
-    producer.close();
 }
 
 /// Packs `batches` into message bodies of at most [`MAX_BODY`] bytes (a bigger batch alone),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// Who takes the popped messages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

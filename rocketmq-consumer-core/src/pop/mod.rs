@@ -54,9 +54,9 @@ use std::time::{Duration, Instant};
 use proto::body::SubscriptionData;
 use proto::{Command, MessageQueue};
 
-use crate::config::ConfigError;
 use crate::conn::Connections;
 use crate::consumer::cluster::ClusterView;
+use crate::error::ConfigError;
 use crate::namespace::Namespace;
 use crate::output::{ConnId, ConsumeOutcome, FailureReason, RequestId};
 use crate::requests::InFlight;

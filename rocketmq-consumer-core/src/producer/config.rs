@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// A producer's configuration. Build it with [`ProducerConfig::new`] and adjust the public
 /// fields; [`ProducerConfig::validate`] runs when the producer is built.
@@ -41,7 +41,7 @@ pub struct ProducerConfig {
     /// The signature's HMAC (SHA1, the only one Apache's brokers check).
     pub signature_algorithm: proto::acl::SignatureAlgorithm,
     /// The tenant namespace (Java's `ClientConfig.namespace`): topics and the group are sent
-    /// as `namespace%name`; [`SendResult::queue`] names the topic without it.
+    /// as `namespace%name`; [`SendResult::queue`](super::SendResult::queue) names the topic without it.
     pub namespace: Option<String>,
 }
 

@@ -53,7 +53,7 @@ pub use routes::{
     shard_index,
 };
 
-pub use crate::config::ConfigError;
+pub use crate::error::ConfigError;
 
 /// The property a sharding key travels in (5.x `MessageConst.PROPERTY_SHARDING_KEY`), so
 /// consumers can see which key put a message on its queue.

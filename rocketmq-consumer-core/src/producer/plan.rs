@@ -90,7 +90,7 @@ impl SendPlan {
     /// Signs this send's requests with `signer` instead of the configuration's credentials
     /// (a producer whose credentials were rotated since it was built).
     #[must_use]
-    pub fn signed_with(mut self, signer: Signer) -> Self {
+    pub(crate) fn signed_with(mut self, signer: Signer) -> Self {
         self.signer = signer;
         self
     }

@@ -243,11 +243,7 @@ impl<R: Runtime> Conns<R> {
 
     /// Writes what waits on every connection, with the task's waker in `cx`.
     fn write_all(&mut self, cx: &mut Context<'_>) {
-        if !self
-            .waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             self.waker = Some(cx.waker().clone());
         }
         for conn in self.open.values_mut() {

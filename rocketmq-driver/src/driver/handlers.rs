@@ -41,6 +41,12 @@ impl<R: Runtime> Handlers<R> {
         self.inline.new_pass();
     }
 
+    /// The driver did other work since the last delivery (wrote a frame, say): the next first
+    /// poll's time starts afresh rather than counting it.
+    pub(super) fn interrupted(&mut self) {
+        self.inline.last_end = None;
+    }
+
     /// Runs the handler (its first poll here when [`Inline`] says so, the rest on its own task)
     /// and reports the outcome. A handler that panics, on either side, is answered
     /// [`ConsumeOutcome::ReconsumeLater`], so its messages come again. Orderly
@@ -67,13 +73,16 @@ impl<R: Runtime> Handlers<R> {
         if self.inline.try_take() {
             // The first poll here: a handler that finishes without waiting costs no task, no
             // hand-off to another thread and no completion message. One that waits continues
-            // on its own task, whose first poll registers its waker.
-            let started = self.runtime.now();
+            // on its own task, whose first poll registers its waker. One clock read a
+            // delivery: its time counts from the end of the one before in this pass (or the
+            // pass's start), so the consumer's own small share of each is counted too.
+            let started = self.inline.last_end.unwrap_or_else(|| self.runtime.now());
             let polled = run.as_mut().poll(&mut Context::from_waker(
                 futures_util::task::noop_waker_ref(),
             ));
             let now = self.runtime.now();
-            self.inline.took(now - started);
+            self.inline.last_end = Some(now);
+            self.inline.took(now.saturating_duration_since(started));
             if let Poll::Ready(outcome) = polled {
                 consumer.complete(now, id, outcome);
                 return;
@@ -108,13 +117,15 @@ struct Inline {
     since_probe: u32,
     /// First polls left in this pass.
     left: usize,
+    /// When the last first poll of this pass ended.
+    last_end: Option<std::time::Instant>,
 }
 
 impl Inline {
     const CHEAP: std::time::Duration = std::time::Duration::from_micros(5);
     const PROBE_EVERY: u32 = 64;
     const PROBE_EVERY_MAX: u32 = 1 << 16;
-    const PER_PASS: usize = 32;
+    const PER_PASS: usize = 128;
 
     fn new() -> Self {
         Self {
@@ -122,11 +133,13 @@ impl Inline {
             probe_every: Self::PROBE_EVERY,
             since_probe: 0,
             left: 0,
+            last_end: None,
         }
     }
 
     fn new_pass(&mut self) {
         self.left = Self::PER_PASS;
+        self.last_end = None;
     }
 
     fn cheap(&self) -> bool {

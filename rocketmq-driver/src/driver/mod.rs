@@ -325,6 +325,9 @@ impl<R: Runtime> Io<R> {
         self.handlers.new_pass();
         loop {
             while let Some(output) = consumer.poll_output() {
+                if !matches!(output, Output::Deliver(_)) {
+                    self.handlers.interrupted();
+                }
                 match output {
                     Output::Connect { conn, addr } => self.conns.open(conn, addr),
                     Output::Send { conn, command } => self.conns.send(conn, &command),

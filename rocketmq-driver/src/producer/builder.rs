@@ -10,8 +10,9 @@ use consumer_core::ConfigError;
 use consumer_core::producer::{ProducerConfig, UniqueIds};
 
 use super::{Inner, PRODUCERS, Producer};
+use crate::host::{local_ip, since_epoch};
 use crate::runtime::Runtime;
-use crate::setup::since_epoch;
+use crate::trace_dispatch::{SendTrace, TraceQueue};
 
 /// Configures a [`Producer`].
 pub struct ProducerBuilder<R: Runtime> {
@@ -46,12 +47,10 @@ impl<R: Runtime> ProducerBuilder<R> {
     }
 
     /// The queue to a trace-sending task for `topic`, with a producer of its own (in group
-    /// `_INNER_TRACE_PRODUCER-<group>`, as Java's; no namespace: the trace topic is a system
-    /// topic) that traces nothing itself.
-    fn trace_queue(
-        &self,
-        topic: String,
-    ) -> Result<Mutex<crate::trace_dispatch::TraceQueue>, ConfigError> {
+    /// `_INNER_TRACE_PRODUCER-<group>`, as Java's `AsyncTraceDispatcher`'s; no namespace: the
+    /// trace topic is a system topic) that traces nothing itself. Consumers' traces go out the
+    /// same way (`setup`), with this builder made from their settings.
+    pub(crate) fn trace_queue(&self, topic: String) -> Result<TraceQueue, ConfigError> {
         let mut config = self.config.clone();
         config.group = format!(
             "{}{}",
@@ -68,11 +67,18 @@ impl<R: Runtime> ProducerBuilder<R> {
             _runtime: PhantomData,
         }
         .build()?;
-        Ok(Mutex::new(crate::trace_dispatch::TraceQueue::start(
-            &R::default(),
-            producer,
-            topic,
-        )))
+        let to = topic.clone();
+        let send: SendTrace = Box::new(move |message| {
+            let (producer, topic) = (producer.clone(), to.clone());
+            Box::pin(async move {
+                producer
+                    .send(&topic, message)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+        });
+        Ok(TraceQueue::start(&R::default(), send, topic))
     }
 
     /// Adds a name server address (`host:port`); call again for more.
@@ -113,7 +119,7 @@ impl<R: Runtime> ProducerBuilder<R> {
 
     /// Credentials for a cluster with ACL (Java's `AclClientRPCHook`): every route lookup and
     /// send is signed with them. A send the brokers refuse for them fails with a
-    /// [`SendError::Refused`] whose [`SendError::is_access_denied`] is true. Rotate them with
+    /// [`SendError::Refused`](consumer_core::producer::SendError::Refused) whose [`SendError::is_access_denied`](consumer_core::producer::SendError::is_access_denied) is true. Rotate them with
     /// [`Producer::set_credentials`].
     #[must_use]
     pub fn credentials(mut self, credentials: consumer_core::Credentials) -> Self {
@@ -131,7 +137,7 @@ impl<R: Runtime> ProducerBuilder<R> {
     }
 
     /// The tenant namespace (Java's `setNamespace`): topics and the producer group are sent as
-    /// `namespace%name`, and [`SendResult::queue`] names the topic without it.
+    /// `namespace%name`, and [`SendResult::queue`](consumer_core::producer::SendResult::queue) names the topic without it.
     #[must_use]
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.config.namespace = Some(namespace.into());
@@ -162,7 +168,7 @@ impl<R: Runtime> ProducerBuilder<R> {
         let traces = self
             .trace_topic
             .take()
-            .map(|topic| self.trace_queue(topic))
+            .map(|topic| self.trace_queue(topic).map(Mutex::new))
             .transpose()?;
         #[cfg(feature = "tls")]
         let tls = self.tls.as_ref().map(crate::Tls::connector).transpose()?;
@@ -172,9 +178,7 @@ impl<R: Runtime> ProducerBuilder<R> {
             self.config
                 .name_servers
                 .first()
-                .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ns| {
-                    crate::setup::local_ip(ns)
-                })
+                .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ns| local_ip(ns))
         });
         let started = since_epoch();
         let instance =

@@ -20,8 +20,8 @@ use futures_channel::{mpsc, oneshot};
 pub use builder::ProducerBuilder;
 use task::ProducerInput;
 
+use crate::host::since_epoch;
 use crate::runtime::Runtime;
-use crate::setup::since_epoch;
 use crate::transport::Connector;
 
 /// Producers created in this process, so each gets its own `UNIQ_KEY` prefix.

@@ -1,9 +1,10 @@
 //! What the push and lite pull builders share: the configuration they collect, the client id,
 //! the broadcasting offset file, and turning all of it into a [`Consumer`] and a driver task.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+#[cfg(feature = "metrics")]
+use std::time::Duration;
 
 use consumer_core::config::ConsumeMode;
 use consumer_core::{ConfigError, Consumer, ConsumerConfig, MessageModel, MessageQueue};
@@ -11,6 +12,7 @@ use futures_channel::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::driver::Driver;
+use crate::host::{local_ip, since_epoch};
 use crate::input::{EventSink, Handler, Input};
 use crate::offset_file::{self, OffsetFile};
 use crate::runtime::Runtime;
@@ -273,7 +275,7 @@ impl Checked {
             done,
             tls: self.tls.clone(),
             hooks: self.setup.hooks.clone(),
-            traces: self.trace_queue(runtime),
+            traces: self.trace_queue::<R>(),
         };
         runtime.spawn(Box::pin(driver.run().instrument(span)));
         #[cfg(feature = "metrics")]
@@ -296,15 +298,10 @@ impl Checked {
     /// Message trace: the queue to its sending task, with a producer of its own (Java's trace
     /// dispatcher has one too, in group `_INNER_TRACE_PRODUCER-<group>`). A producer that
     /// cannot be built is logged, and nothing is traced.
-    fn trace_queue<R: Runtime>(&self, runtime: &R) -> Option<crate::trace_dispatch::TraceQueue> {
+    fn trace_queue<R: Runtime>(&self) -> Option<crate::trace_dispatch::TraceQueue> {
         let topic = self.setup.trace_topic.clone()?;
         let config = &self.setup.config;
-        let group = format!(
-            "{}{}",
-            proto::trace::TRACE_PRODUCER_GROUP_PREFIX,
-            config.group
-        );
-        let mut builder = crate::Producer::<R>::builder(group);
+        let mut builder = crate::Producer::<R>::builder(config.group.clone());
         for addr in &config.name_servers {
             builder = builder.name_server(addr.clone());
         }
@@ -315,10 +312,8 @@ impl Checked {
         if let Some(tls) = &self.setup.tls {
             builder = builder.tls(tls.clone());
         }
-        match builder.build() {
-            Ok(producer) => Some(crate::trace_dispatch::TraceQueue::start(
-                runtime, producer, topic,
-            )),
+        match builder.trace_queue(topic) {
+            Ok(queue) => Some(queue),
             Err(e) => {
                 tracing::error!(error = %e, "message trace is off: its producer cannot be built");
                 None
@@ -368,35 +363,6 @@ impl Drop for Spawned {
             let _ = self.inputs.unbounded_send(Input::Shutdown);
         }
     }
-}
-
-/// The wall clock, as time since the Unix epoch (zero if the clock is before it).
-pub(crate) fn since_epoch() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// The local address the system would use to reach `name_server`, found by "connecting" a UDP
-/// socket (which sends nothing). Loopback, host names and failures give `127.0.0.1`.
-pub(crate) fn local_ip(name_server: &str) -> IpAddr {
-    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let Ok(peer) = name_server.parse::<SocketAddr>() else {
-        return loopback;
-    };
-    if peer.ip().is_loopback() {
-        return loopback;
-    }
-    let any = match peer {
-        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-    };
-    UdpSocket::bind((any, 0))
-        .and_then(|socket| {
-            socket.connect(peer)?;
-            socket.local_addr()
-        })
-        .map_or(loopback, |local| local.ip())
 }
 
 #[cfg(test)]
