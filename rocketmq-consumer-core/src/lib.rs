@@ -49,6 +49,7 @@ mod conn;
 mod consumer;
 mod error;
 mod id;
+mod link;
 mod liveness;
 mod membership;
 pub mod namespace;

@@ -1,7 +1,6 @@
-//! [`InFlight`]: the requests a consumer has in flight, by opaque, each with the connection it
-//! went out on and its deadline. Both consumers keep theirs in one: the push consumer
-//! (`consumer::requests`, with its kinds and the commits it holds back) and the pop consumer
-//! (`pop::requests`), each with its own request kind `K`.
+//! [`InFlight`]: the requests a client has in flight, by opaque, each with the connection it
+//! went out on and its deadline: part of the request layer (`crate::link`) every client keeps,
+//! each with its own request kind `K`.
 //!
 //! A request ends exactly once: answered on its connection, timed out, or failed with the
 //! connection it went out on; the consumer's `answer` takes it from there. The table hands out
@@ -155,22 +154,9 @@ impl<K, T: Ord> InFlight<K, T> {
         }
     }
 
-    /// Ends every request that went out on `conn` (it was lost), in the order they were sent.
-    pub(crate) fn lost_on(&mut self, conn: ConnId) -> Vec<Pending<K, T>> {
-        let lost: Vec<i32> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.conn == conn)
-            .map(|(opaque, _)| *opaque)
-            .collect();
-        lost.into_iter()
-            .filter_map(|opaque| self.pending.remove(&opaque))
-            .collect()
-    }
-
-    /// Ends the first request still in flight on `conn` (it was lost), with its opaque: the
-    /// one-at-a-time form of [`InFlight::lost_on`], for a caller whose failing of one may end
-    /// others (closing the consumer clears the table), which must then not fail as well.
+    /// Ends the first request still in flight on `conn` (it was lost), with its opaque: one at
+    /// a time, for a caller whose failing of one may end others (closing the consumer clears
+    /// the table), which must then not fail as well.
     pub(crate) fn next_lost_on(&mut self, conn: ConnId) -> Option<(i32, Pending<K, T>)> {
         let opaque = self
             .pending
@@ -261,15 +247,6 @@ mod tests {
     #[test]
     fn a_lost_connection_fails_its_requests_in_the_order_sent() {
         let kinds = [(1, "a"), (2, "b"), (1, "c"), (1, "d")];
-        let (mut all_at_once, _) = table(&kinds);
-        let lost: Vec<_> = all_at_once
-            .lost_on(ConnId(1))
-            .into_iter()
-            .map(|p| p.kind)
-            .collect();
-        assert_eq!(lost, ["a", "c", "d"]);
-        assert_eq!(all_at_once.clear(), ["b"]);
-
         let (mut one_at_a_time, opaques) = table(&kinds);
         let first = one_at_a_time.next_lost_on(ConnId(1));
         assert_eq!(first.map(|(o, p)| (o, p.kind)), Some((opaques[0], "a")));
@@ -279,6 +256,7 @@ mod tests {
         assert_eq!(next.map(|(o, p)| (o, p.kind)), Some((opaques[3], "d")));
         assert!(one_at_a_time.next_lost_on(ConnId(1)).is_none());
         assert!(one_at_a_time.any(|p| p.kind == "b"));
+        assert_eq!(one_at_a_time.clear(), ["b"]);
     }
 
     #[test]

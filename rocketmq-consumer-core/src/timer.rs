@@ -4,7 +4,6 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use crate::id::{Epoch, QueueKey};
-use crate::output::ConnId;
 
 /// A timer. Per-queue and per-request timers carry their key; a fired timer whose subject is
 /// gone, or whose epoch is old, is ignored, so they never need cancelling.
@@ -22,10 +21,6 @@ pub(crate) enum Timer {
     Pull(QueueKey, Epoch),
     /// A revoked queue's drain deadline: `(queue key, epoch)`.
     RevokeDeadline(QueueKey, Epoch),
-    /// A request's response deadline: `(connection, opaque)`.
-    Request(u64, i32),
-    /// A connection still opening by then has failed.
-    Connect(ConnId),
     /// Probe the connections that have been quiet too long with requests in flight.
     Probe,
     /// Redeliver messages whose reconsume delay has passed.

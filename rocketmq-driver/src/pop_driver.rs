@@ -17,13 +17,13 @@ use consumer_core::pop::{
     PopConsumer, PopDeliveryId, PopEvent, PopMessage, PopOutput, PopShutdownReport, PopStats,
     Receipt,
 };
-use consumer_core::{ConnId, ConsumeOutcome, FailureReason};
+use consumer_core::{ConsumeOutcome, FailureReason};
 use futures_channel::{mpsc, oneshot};
-use futures_util::future::{self, Either};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use proto::message::Message;
 
-use crate::driver::conns::{ConnEvent, Conns};
+use crate::driver::conns::Conns;
+use crate::driver::wake::{self, Wake, Woken};
 use crate::runtime::{BoxFuture, Runtime};
 use crate::transport::Connector;
 
@@ -168,7 +168,7 @@ impl<R: Runtime> PopDriver<R> {
         let mut conns = Conns::new(runtime.clone(), tls);
         let mut waiters = Waiters::default();
         let mut report = None;
-        let mut timer: Option<(Instant, BoxFuture<()>)> = None;
+        let mut wake = Wake::new(runtime.clone());
         loop {
             while let Some(output) = pop.poll_output() {
                 match output {
@@ -221,45 +221,17 @@ impl<R: Runtime> PopDriver<R> {
             if pop.is_closed() {
                 break;
             }
-            let now = runtime.now();
-            if pop.poll_timeout().is_some_and(|at| at <= now) {
-                pop.handle_timeout(now);
-                continue;
-            }
-            match pop.poll_timeout() {
-                Some(at) => {
-                    if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
-                        timer = Some((at, runtime.sleep_until(at)));
-                    }
-                }
-                None => timer = None,
-            }
-            let woken = {
-                let outside = future::select(inputs.next(), conns.next_event());
-                match &mut timer {
-                    Some((_, sleep)) => match future::select(outside, sleep.as_mut()).await {
-                        Either::Left((woken, _)) => Some(woken),
-                        Either::Right(((), _)) => None,
-                    },
-                    None => Some(outside.await),
-                }
-            };
-            let now = runtime.now();
-            match woken {
-                None => timer = None,
-                Some(Either::Left((input, _))) => {
+            match wake.next(pop.poll_timeout(), &mut inputs, &mut conns).await {
+                Woken::Due(now) => pop.handle_timeout(now),
+                Woken::Input(input) => {
                     // The driver holds a sender itself, so the channel never ends while it runs.
                     let Some(input) = input else { break };
                     if matches!(input, PopInput::Abort) {
                         break;
                     }
-                    handle(&mut pop, &mut waiters, now, input);
+                    handle(&mut pop, &mut waiters, runtime.now(), input);
                 }
-                Some(Either::Right((event, _))) => {
-                    if let Some((conn, event)) = event {
-                        on_conn_event(&mut pop, &mut conns, now, conn, event);
-                    }
-                }
+                Woken::Conn(conn, event) => wake::feed(&mut pop, runtime.now(), conn, event),
             }
         }
         conns.abort_all();
@@ -295,33 +267,6 @@ fn handle(pop: &mut PopConsumer, waiters: &mut Waiters, now: Instant, input: Pop
         }
         PopInput::Stats(reply) => {
             let _ = reply.send(pop.stats());
-        }
-    }
-}
-
-fn on_conn_event<R: Runtime>(
-    pop: &mut PopConsumer,
-    conns: &mut Conns<R>,
-    now: Instant,
-    conn: ConnId,
-    event: ConnEvent,
-) {
-    match event {
-        ConnEvent::Connected => {
-            if conns.addr(conn).is_some() {
-                pop.handle_connected(now, conn);
-            }
-        }
-        ConnEvent::Frame(command) => {
-            if conns.addr(conn).is_some() {
-                pop.handle_command(now, conn, command);
-            }
-        }
-        ConnEvent::Lost(_) => {
-            if let Some(addr) = conns.lost(conn) {
-                tracing::warn!(%addr, "connection lost or refused");
-                pop.handle_disconnected(now, conn);
-            }
         }
     }
 }

@@ -118,16 +118,13 @@ impl Consumer {
     /// Heartbeats on the connections that have requests in flight and heard nothing for
     /// `probe_after` (see [`crate::conn::Connections::due_probes`]).
     pub(super) fn probe_quiet_connections(&mut self, now: Instant) {
-        let (requests, cluster, quiet_for) =
-            (&self.requests, &self.cluster, self.config.probe_after);
+        let cluster = &self.cluster;
         // Brokers only: a name server answers HEART_BEAT with REQUEST_CODE_NOT_SUPPORTED, and
         // its short requests time out (3 s) and close it after `close_after_timeouts`. And only
         // with a request out for that long too: one sent a moment ago proves nothing yet.
-        let quiet = self.conns.due_probes(now, quiet_for, |conn, addr| {
-            cluster.is_broker(addr)
-                && requests
-                    .any(|p| p.conn == conn && now.saturating_duration_since(p.sent) >= quiet_for)
-        });
+        let quiet = self
+            .link
+            .due_probes(now, self.config.probe_after, |addr| cluster.is_broker(addr));
         if !quiet.is_empty() {
             self.heartbeat_to(now, quiet);
         }
@@ -366,7 +363,7 @@ impl Consumer {
             if self.config.message_model == MessageModel::Clustering
                 && !self
                     .master_addr(state.mq.broker_name())
-                    .is_some_and(|addr| self.conns.is_open(&addr))
+                    .is_some_and(|addr| self.link.is_open(&addr))
             {
                 // The commit cannot reach the broker (gone from the route, or its connection
                 // down): kept, so a broker that crashed and lost it does not send us back.

@@ -49,12 +49,10 @@ use proto::body::SubscriptionData;
 use proto::{Command, MessageQueue};
 
 use crate::config::{ConfigError, ConsumeMode, ConsumerConfig, MessageModel};
-use crate::conn::Connections;
 pub(crate) use crate::id::{Epoch, QueueKey};
+use crate::link::{Link, Rules, Wire};
 use crate::namespace::Namespace;
-use crate::output::{
-    ConnId, ConsumeOutcome, DeliveryId, FailureReason, Output, RequestId, ShutdownReport,
-};
+use crate::output::{ConnId, ConsumeOutcome, DeliveryId, Output, RequestId, ShutdownReport};
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
 use crate::stats::{ConsumerStats, Histogram, LatencyBuckets, QueueStats};
@@ -65,7 +63,7 @@ use deliveries::{Deliveries, Source};
 use local_offsets::LocalOffsets;
 use message_trace::ReturnType;
 use queues::{Phase, QueueTable, Start};
-use requests::{Pending, PendingKind, Requests};
+use requests::{HeldCommits, Pending, PendingKind};
 use stranded::StrandedOffsets;
 
 /// `%RETRY%`: the prefix of a group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
@@ -83,9 +81,10 @@ pub struct Consumer {
     subscriptions: BTreeMap<String, SubscriptionData>,
     /// Name servers, routes and the broker address book.
     cluster: ClusterView,
-    conns: Connections,
-    /// Requests in flight, and commits held back.
-    requests: Requests,
+    /// The connections and the requests in flight.
+    link: Link<PendingKind>,
+    /// Confirmed commits held back behind the one in flight to their broker.
+    commits: HeldCommits,
     timers: TimerQueue,
     /// Owned queues, the ready set and the cache totals.
     queues: QueueTable,
@@ -202,8 +201,12 @@ impl Consumer {
             lifecycle: Lifecycle::Running,
             subscriptions: BTreeMap::new(),
             cluster: ClusterView::new(config.name_servers.clone(), seed as usize),
-            conns: Connections::default(),
-            requests: Requests::default(),
+            link: Link::new(Rules {
+                connect_timeout: config.connect_timeout,
+                reconnect_backoff: config.reconnect_backoff,
+                close_after_timeouts: config.close_after_timeouts,
+            }),
+            commits: HeldCommits::default(),
             timers: TimerQueue::default(),
             queues: QueueTable::default(),
             deliveries: Deliveries::default(),
@@ -359,23 +362,21 @@ impl Consumer {
 
     /// The connection `conn` opened.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        let queued = self.conns.connected(now, conn);
+        let (addr, queued) = self.link.connected(now, conn);
         // Brokers know group members by connection: a new connection to a broker (after a lost
         // one, or a broker restart) is no member until it heartbeats, and until then pulls are
         // refused and the group looks empty to a rebalance. Heartbeat on it at once, ahead of
         // what was queued for it, unless a heartbeat already waits in that queue.
-        if let Some(addr) = self.conns.addr(conn).map(str::to_owned) {
+        if let Some(addr) = addr {
             let broker = self.cluster.is_broker(&addr);
             let has_heartbeat = self
-                .requests
+                .link
                 .any(|p| p.conn == conn && matches!(p.kind, PendingKind::Heartbeat));
             if broker && !has_heartbeat {
                 self.heartbeat_to(now, [addr]);
             }
         }
-        for command in queued {
-            self.outputs.push_back(Output::Send { conn, command });
-        }
+        self.link.write(conn, queued);
         self.after_input(now);
     }
 
@@ -391,14 +392,8 @@ impl Consumer {
             return;
         }
         if command.is_response() {
-            match self.requests.answered(conn, command.opaque) {
-                Some(pending) => {
-                    self.conns.answered(now, conn);
-                    // Answered: its deadline timer would only be dead weight in the queue.
-                    self.timers
-                        .remove(pending.deadline, Timer::Request(conn.0, command.opaque));
-                    self.answer(now, pending, Ok(command))
-                }
+            match self.link.answered(now, conn, command.opaque) {
+                Some(pending) => self.answer(now, pending, Ok(command)),
                 None => self.counters.unknown_responses += 1,
             }
         } else {
@@ -409,6 +404,9 @@ impl Consumer {
 
     /// Time passed: fire every timer due at `now`. Calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(due) = self.link.next_due(now) {
+            self.request_due(now, due);
+        }
         while let Some(timer) = self.timers.pop_due(now) {
             self.fire(now, timer);
         }
@@ -478,10 +476,12 @@ impl Consumer {
     /// The next piece of work for the driver.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
-        if let Some((conn, addr)) = self.conns.to_open.pop_front() {
-            return Some(Output::Connect { conn, addr });
-        }
-        let mut output = self.outputs.pop_front()?;
+        let mut output = match self.link.poll_wire() {
+            Some(Wire::Connect { conn, addr }) => Output::Connect { conn, addr },
+            Some(Wire::Send { conn, command }) => Output::Send { conn, command },
+            Some(Wire::Close { conn }) => Output::Close { conn },
+            None => self.outputs.pop_front()?,
+        };
         // Signed on the way out, so a command queued before a credentials change carries the
         // new ones.
         if let Output::Send { command, .. } = &mut output {
@@ -503,7 +503,8 @@ impl Consumer {
     /// When `handle_timeout` should next be called.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next().map(|(at, _)| at)
+        let own = self.timers.next().map(|(at, _)| at);
+        [own, self.link.poll_timeout()].into_iter().flatten().min()
     }
 
     // ----- getters -----
@@ -605,7 +606,7 @@ impl Consumer {
             pulls: c.pulls,
             pull_latency: c.pull_latency.summary(),
             consume_latency: c.consume_latency.summary(),
-            connections: self.conns.stats(),
+            connections: self.link.stats(),
             stale_completions: c.stale_completions,
             stale_responses: c.stale_responses,
             unknown_responses: c.unknown_responses,
@@ -656,31 +657,6 @@ impl Consumer {
             Timer::RevokeDeadline(key, epoch) => {
                 if self.queues.get(key).is_some_and(|s| s.epoch == epoch) {
                     self.finish_revoke(now, key);
-                }
-            }
-            Timer::Request(_, opaque) => {
-                if let Some(pending) = self.requests.expired(opaque, now) {
-                    let conn = pending.conn;
-                    // An unanswered probe is the connection's end: it heard nothing for
-                    // `probe_after` and then not even a heartbeat answer.
-                    let probe_lost = matches!(pending.kind, PendingKind::Heartbeat)
-                        && self.conns.is_probing(conn);
-                    // A request unanswered on a connection that has heard nothing at all for
-                    // `probe_after` is the probe's verdict without a probe: short requests
-                    // (heartbeats, member lists) never stay out long enough to be probed.
-                    let silent = self.conns.quiet_for(now, conn) >= self.config.probe_after;
-                    self.answer(now, pending, Err(FailureReason::Timeout));
-                    if self.conns.timed_out(conn, self.config.close_after_timeouts)
-                        || probe_lost
-                        || silent
-                    {
-                        self.drop_connection(now, conn);
-                    }
-                }
-            }
-            Timer::Connect(conn) => {
-                if self.conns.is_opening(conn) {
-                    self.drop_connection(now, conn);
                 }
             }
             Timer::Probe => {
@@ -760,7 +736,7 @@ impl Consumer {
     fn drained(&self) -> bool {
         self.deliveries.is_empty()
             && !self
-                .requests
+                .link
                 .any(|p| matches!(p.kind, PendingKind::SendBack(_)))
     }
 

@@ -52,7 +52,7 @@ impl Consumer {
     }
 
     /// Sends a confirmed commit to `addr`, or holds it behind the one in flight there (see
-    /// [`Requests::hold_commit`](super::requests::Requests::hold_commit)).
+    /// [`HeldCommits::hold`](super::requests::HeldCommits::hold)).
     pub(super) fn request_commit(
         &mut self,
         now: Instant,
@@ -60,14 +60,15 @@ impl Consumer {
         command: Command,
         kind: PendingKind,
     ) {
-        if let Some((command, kind)) = self.requests.hold_commit(addr, command, kind) {
+        let in_flight = self.link.any(|p| p.addr == addr && p.kind.is_commit());
+        if let Some((command, kind)) = self.commits.hold(addr, command, kind, in_flight) {
             self.request(now, addr, command, kind);
         }
     }
 
     /// The commit in flight to `addr` was answered or failed: sends the next one held.
     pub(super) fn send_next_commit(&mut self, now: Instant, addr: &str) {
-        if let Some((command, kind)) = self.requests.next_commit(addr) {
+        if let Some((command, kind)) = self.commits.next(addr) {
             self.request(now, addr, command, kind);
         }
     }

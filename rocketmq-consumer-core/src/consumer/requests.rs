@@ -1,20 +1,18 @@
-//! The request layer: every request in flight by opaque, with its kind and deadline (in the
-//! crate's [`InFlight`] table, which the pop consumer keeps its own in too), and the confirmed
-//! commits held back until the one in flight to their broker is answered.
+//! The push consumer's requests: what each is for ([`PendingKind`]), over the crate's request
+//! layer (`crate::link`, which the pop consumer and the producer keep one of too), and the
+//! confirmed commits held back until the one in flight to their broker is answered
+//! ([`HeldCommits`]).
 //!
 //! A request ends exactly once: answered on its connection, timed out, or failed with the
-//! connection it went out on ([`Requests::lost_on`]); the consumer's `answer` takes it from
-//! there.
+//! connection it went out on; the consumer's `answer` takes it from there.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Instant;
 
 use proto::{Command, MessageQueue};
 
 use super::send_back::SendBack;
 use crate::id::{Epoch, QueueKey};
-use crate::output::{ConnId, RequestId};
-use crate::requests::InFlight;
+use crate::output::RequestId;
 
 /// A request in flight.
 pub(crate) type Pending = crate::requests::Pending<PendingKind>;
@@ -80,7 +78,7 @@ impl PendingKind {
         }
     }
 
-    /// A confirmed `UPDATE_CONSUMER_OFFSET`, one at a time per broker (see [`Requests::hold_commit`]).
+    /// A confirmed `UPDATE_CONSUMER_OFFSET`, one at a time per broker (see [`HeldCommits::hold`]).
     pub(crate) fn is_commit(&self) -> bool {
         matches!(self, Self::Commit { .. } | Self::FinalCommit(..))
     }
@@ -107,56 +105,14 @@ impl PendingKind {
     }
 }
 
-/// Every request in flight, and the held-back commits.
+/// The confirmed commits held back until the one in flight to their broker is answered.
 #[derive(Debug, Default)]
-pub(crate) struct Requests {
-    in_flight: InFlight<PendingKind>,
-    /// Confirmed commits waiting for the one in flight to their broker, by address.
-    held_commits: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
+pub(crate) struct HeldCommits {
+    /// Commits waiting for the one in flight to their broker, by address.
+    held: BTreeMap<String, VecDeque<(Command, PendingKind)>>,
 }
 
-impl Requests {
-    /// A fresh opaque (positive, wrapping before `i32::MAX`).
-    pub(crate) fn next_opaque(&mut self) -> i32 {
-        self.in_flight.next_opaque()
-    }
-
-    /// Places a request on a connection ([`InFlight::place`]).
-    pub(crate) fn place(
-        &mut self,
-        conns: &mut crate::conn::Connections,
-        now: Instant,
-        addr: &str,
-        command: Command,
-        kind: PendingKind,
-        deadline: Instant,
-    ) -> crate::requests::Placement<PendingKind> {
-        self.in_flight
-            .place(conns, now, addr, command, kind, deadline)
-    }
-
-    /// Ends and returns the request a response with `opaque` on `conn` answers; `None` when
-    /// no request of ours on that connection has the opaque (the same opaque on another
-    /// connection is not ours: that request stays in flight).
-    pub(crate) fn answered(&mut self, conn: ConnId, opaque: i32) -> Option<Pending> {
-        self.in_flight.answered(conn, opaque)
-    }
-
-    /// Ends request `opaque` if its deadline has passed at `now`.
-    pub(crate) fn expired(&mut self, opaque: i32, now: Instant) -> Option<Pending> {
-        self.in_flight.expired(opaque, now)
-    }
-
-    /// Ends every request that went out on `conn` (it was lost).
-    pub(crate) fn lost_on(&mut self, conn: ConnId) -> Vec<Pending> {
-        self.in_flight.lost_on(conn)
-    }
-
-    /// Whether a request in flight matches `wanted`.
-    pub(crate) fn any(&self, wanted: impl Fn(&Pending) -> bool) -> bool {
-        self.in_flight.any(wanted)
-    }
-
+impl HeldCommits {
     /// Holds a confirmed commit to `addr` back while another is in flight there; gives it
     /// back when it may go now.
     ///
@@ -166,15 +122,16 @@ impl Requests {
     /// and one replaces the other with its queue's offset lost (the broker then answers "no
     /// offset" for that queue). Seen with four pipelined commits of a lite pull consumer. The
     /// answer of one commit is the broker's word that it is stored, so the next cannot race it.
-    pub(crate) fn hold_commit(
+    /// `in_flight` says whether a commit to `addr` is in flight now.
+    pub(crate) fn hold(
         &mut self,
         addr: &str,
         command: Command,
         kind: PendingKind,
+        in_flight: bool,
     ) -> Option<(Command, PendingKind)> {
-        let in_flight = self.any(|p| p.addr == addr && p.kind.is_commit());
         if in_flight {
-            self.held_commits
+            self.held
                 .entry(addr.to_owned())
                 .or_default()
                 .push_back((command, kind));
@@ -185,26 +142,26 @@ impl Requests {
     }
 
     /// The commit in flight to `addr` ended: the next one held for it, to send now.
-    pub(crate) fn next_commit(&mut self, addr: &str) -> Option<(Command, PendingKind)> {
-        let chain = self.held_commits.get_mut(addr)?;
+    pub(crate) fn next(&mut self, addr: &str) -> Option<(Command, PendingKind)> {
+        let chain = self.held.get_mut(addr)?;
         let next = chain.pop_front();
         if chain.is_empty() {
-            self.held_commits.remove(addr);
+            self.held.remove(addr);
         }
         next
     }
 
     /// Whether any confirmed commit is held back.
-    pub(crate) fn holds_commits(&self) -> bool {
-        !self.held_commits.is_empty()
+    pub(crate) fn any(&self) -> bool {
+        !self.held.is_empty()
     }
 
-    /// Forgets everything (the consumer closed); returns the kinds of the requests still in
-    /// flight and of the commits never sent.
+    /// Forgets every held commit (the consumer closed); returns them.
     pub(crate) fn clear(&mut self) -> Vec<PendingKind> {
-        let held = std::mem::take(&mut self.held_commits);
-        let mut kinds = self.in_flight.clear();
-        kinds.extend(held.into_values().flatten().map(|(_, kind)| kind));
-        kinds
+        std::mem::take(&mut self.held)
+            .into_values()
+            .flatten()
+            .map(|(_, kind)| kind)
+            .collect()
     }
 }

@@ -53,9 +53,9 @@ impl Consumer {
             return;
         }
         let committing = self
-            .requests
+            .link
             .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)))
-            || self.requests.holds_commits();
+            || self.commits.any();
         // Let go only once the final offsets are stored: unregistering makes the brokers tell
         // the other members at once (`NOTIFY_CONSUMER_IDS_CHANGED`), and a member that takes a
         // queue over reads its offset then; orderly, the next owner of a queue could lock it
@@ -65,7 +65,7 @@ impl Consumer {
             self.unlock_all(now);
             self.unregister_all(now);
         }
-        let waiting = self.requests.any(|p| {
+        let waiting = self.link.any(|p| {
             matches!(
                 p.kind,
                 PendingKind::FinalCommit(..) | PendingKind::Unregister | PendingKind::Unlock
@@ -81,22 +81,15 @@ impl Consumer {
             return;
         }
         // Final commits never answered, or never sent, count as not committed.
-        let unanswered = self
-            .requests
-            .clear()
-            .into_iter()
-            .filter_map(|kind| match kind {
-                PendingKind::FinalCommit(mq, _) => Some(mq),
-                _ => None,
-            });
+        let mut ended = self.link.close_all();
+        ended.extend(self.commits.clear());
+        let unanswered = ended.into_iter().filter_map(|kind| match kind {
+            PendingKind::FinalCommit(mq, _) => Some(mq),
+            _ => None,
+        });
         self.report.uncommitted.extend(unanswered);
         self.timers.clear();
         self.lifecycle = Lifecycle::Closed;
-        for conn in self.conns.ids() {
-            self.outputs.push_back(Output::Close { conn });
-        }
-        self.conns.clear();
-        self.conns.to_open.clear();
         let mut report = std::mem::take(&mut self.report);
         report.committed.sort();
         report.uncommitted.sort();

@@ -182,7 +182,7 @@ impl PopConsumer {
             }
             Kind::Unregister => {
                 if self.lifecycle == Lifecycle::Finishing
-                    && !self.requests.any(|p| matches!(p.kind, Kind::Unregister))
+                    && !self.link.any(|p| matches!(p.kind, Kind::Unregister))
                 {
                     self.close();
                 }

@@ -54,12 +54,11 @@ use std::time::{Duration, Instant};
 use proto::body::SubscriptionData;
 use proto::{Command, MessageQueue};
 
-use crate::conn::Connections;
 use crate::consumer::cluster::ClusterView;
 use crate::error::ConfigError;
+use crate::link::{Link, Rules, Wire};
 use crate::namespace::Namespace;
 use crate::output::{ConnId, ConsumeOutcome, FailureReason, RequestId};
-use crate::requests::InFlight;
 use crate::signer::Signer;
 use crate::timer::TimerQueue;
 
@@ -89,10 +88,6 @@ enum PopTimer {
     Renew(HeldId),
     /// Try a failed settle again.
     Resettle(HeldId),
-    /// A request's response deadline: `(connection, opaque)`.
-    Request(u64, i32),
-    /// A connection still opening by then has failed.
-    Connect(ConnId),
     /// Shutdown stops waiting for running handlers.
     ShutdownDrain,
     /// Shutdown stops waiting for unregister answers.
@@ -120,10 +115,9 @@ pub struct PopConsumer {
     /// Wire topic → subscription.
     subscriptions: BTreeMap<String, SubscriptionData>,
     cluster: ClusterView,
-    conns: Connections,
     timers: TimerQueue<PopTimer>,
-    /// Requests in flight.
-    requests: InFlight<Kind>,
+    /// The connections and the requests in flight.
+    link: Link<Kind>,
     /// Wire topic → the queues the brokers assigned.
     assignment: BTreeMap<String, BTreeSet<MessageQueue>>,
     /// Push mode: a poller per assigned queue.
@@ -166,6 +160,11 @@ impl PopConsumer {
         if let Some(ns) = &namespace {
             config.group = ns.wrap(&config.group).into_owned();
         }
+        let rules = Rules {
+            connect_timeout: config.connect_timeout,
+            reconnect_backoff: config.reconnect_backoff,
+            close_after_timeouts: config.close_after_timeouts,
+        };
         Ok(Self {
             cluster: ClusterView::new(config.name_servers.clone(), 0),
             config,
@@ -174,9 +173,8 @@ impl PopConsumer {
             start_unix_ms: unix_ms,
             lifecycle: Lifecycle::Running,
             subscriptions: BTreeMap::new(),
-            conns: Connections::default(),
             timers: TimerQueue::default(),
-            requests: InFlight::default(),
+            link: Link::new(rules),
             assignment: BTreeMap::new(),
             pollers: BTreeMap::new(),
             next_poller: 0,
@@ -227,15 +225,14 @@ impl PopConsumer {
 
     /// The connection `conn` opened.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        for command in self.conns.connected(now, conn) {
-            self.outputs.push_back(PopOutput::Send { conn, command });
-        }
+        let (addr, queued) = self.link.connected(now, conn);
+        self.link.write(conn, queued);
         // Brokers know members by connection: heartbeat on a new one at once, so pops and
         // assignment queries on it find this member.
-        if let Some(addr) = self.conns.addr(conn).map(str::to_owned)
+        if let Some(addr) = addr
             && self.cluster.is_broker(&addr)
             && !self
-                .requests
+                .link
                 .any(|p| p.conn == conn && matches!(p.kind, Kind::Heartbeat))
         {
             self.heartbeat_to(now, [addr]);
@@ -255,10 +252,7 @@ impl PopConsumer {
             return;
         }
         if command.is_response() {
-            if let Some(pending) = self.requests.answered(conn, command.opaque) {
-                self.conns.answered(now, conn);
-                self.timers
-                    .remove(pending.deadline, PopTimer::Request(conn.0, command.opaque));
+            if let Some(pending) = self.link.answered(now, conn, command.opaque) {
                 self.answer(now, pending, Ok(command));
             }
         } else {
@@ -269,6 +263,9 @@ impl PopConsumer {
 
     /// Time passed: fire every timer due at `now`. Calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(due) = self.link.next_due(now) {
+            self.request_due(now, due);
+        }
         while let Some(timer) = self.timers.pop_due(now) {
             self.fire(now, timer);
         }
@@ -346,10 +343,12 @@ impl PopConsumer {
     /// The next piece of work for the driver.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<PopOutput> {
-        if let Some((conn, addr)) = self.conns.to_open.pop_front() {
-            return Some(PopOutput::Connect { conn, addr });
-        }
-        let mut output = self.outputs.pop_front()?;
+        let mut output = match self.link.poll_wire() {
+            Some(Wire::Connect { conn, addr }) => PopOutput::Connect { conn, addr },
+            Some(Wire::Send { conn, command }) => PopOutput::Send { conn, command },
+            Some(Wire::Close { conn }) => PopOutput::Close { conn },
+            None => self.outputs.pop_front()?,
+        };
         match &mut output {
             PopOutput::Send { command, .. } => self.signer.sign(command),
             PopOutput::Deliver(delivery) => {
@@ -383,7 +382,8 @@ impl PopConsumer {
     /// When `handle_timeout` should next be called.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next().map(|(at, _)| at)
+        let own = self.timers.next().map(|(at, _)| at);
+        [own, self.link.poll_timeout()].into_iter().flatten().min()
     }
 
     // ----- getters -----
@@ -464,25 +464,6 @@ impl PopConsumer {
                     self.settle(now, id, settle);
                 } else if let Some(held) = self.held.remove(id) {
                     self.settle_failed(&held, "ACK_MESSAGE", FailureReason::Timeout);
-                }
-            }
-            PopTimer::Request(conn, opaque) => {
-                let conn = ConnId(conn);
-                if let Some(pending) = self.requests.expired(opaque, now) {
-                    let give_up = self.conns.timed_out(conn, self.config.close_after_timeouts);
-                    self.answer(now, pending, Err(FailureReason::Timeout));
-                    // A peer that keeps the socket open but stopped answering is not waited
-                    // on for ever: the connection is replaced, its requests fail at once.
-                    if give_up {
-                        self.outputs.push_back(PopOutput::Close { conn });
-                        self.connection_lost(now, conn);
-                    }
-                }
-            }
-            PopTimer::Connect(conn) => {
-                if self.conns.is_opening(conn) {
-                    self.outputs.push_back(PopOutput::Close { conn });
-                    self.connection_lost(now, conn);
                 }
             }
             PopTimer::ShutdownDrain => {

@@ -1,19 +1,16 @@
-//! The request layer: what each request is for ([`Kind`]), and how one goes out and ends
-//! without an answer. The requests in flight are the crate's [`InFlight`] table (opaques,
-//! connections, deadlines), which the push consumer keeps its own in too; `fire` times them
-//! out, and a lost connection fails its own here.
+//! The pop consumer's requests: what each is for ([`Kind`]), and how one goes out and ends
+//! without an answer, over the crate's request layer (`crate::link`, which the push consumer
+//! and the producer keep one of too).
 
 use std::time::{Duration, Instant};
 
 use proto::headers::ReceiptHandle;
 use proto::{Command, MessageQueue};
 
+use super::PopConsumer;
 use super::held::HeldId;
-use super::{PopConsumer, PopOutput, PopTimer};
+use crate::link::Due;
 use crate::output::{ConnId, FailureReason, RequestId};
-#[cfg(doc)]
-use crate::requests::InFlight;
-use crate::requests::Placement;
 
 /// A request in flight.
 pub(super) type Pending = crate::requests::Pending<Kind>;
@@ -91,30 +88,9 @@ impl PopConsumer {
     /// connection when there is none), and sets its deadline; an address that failed recently
     /// fails it at once.
     pub(super) fn request(&mut self, now: Instant, addr: &str, command: Command, kind: Kind) {
-        let deadline = now + self.timeout_of(&kind);
-        match self
-            .requests
-            .place(&mut self.conns, now, addr, command, kind, deadline)
-        {
-            Placement::Placed(placed) => {
-                if let Some(command) = placed.send {
-                    self.outputs.push_back(PopOutput::Send {
-                        conn: placed.conn,
-                        command,
-                    });
-                }
-                if placed.opening {
-                    self.timers.set(
-                        now + self.config.connect_timeout,
-                        PopTimer::Connect(placed.conn),
-                    );
-                }
-                self.timers
-                    .set(deadline, PopTimer::Request(placed.conn.0, placed.opaque));
-            }
-            Placement::Unavailable(pending) => {
-                self.answer(now, pending, Err(FailureReason::Disconnected))
-            }
+        let timeout = self.timeout_of(&kind);
+        if let Err(pending) = self.link.request(now, addr, command, kind, timeout) {
+            self.answer(now, pending, Err(FailureReason::Disconnected));
         }
     }
 
@@ -130,16 +106,35 @@ impl PopConsumer {
         self.answer(now, pending, Err(FailureReason::Disconnected));
     }
 
+    /// A deadline of the request layer passed: a request that timed out fails (and a
+    /// connection whose requests keep timing out is replaced: a peer that keeps the socket
+    /// open but stopped answering is not waited on for ever); a connection that did not open
+    /// in time fails its requests.
+    pub(super) fn request_due(&mut self, now: Instant, due: Due<Kind>) {
+        match due {
+            Due::TimedOut(pending) => {
+                let conn = pending.conn;
+                let give_up = self.link.streak_says_close(conn);
+                self.answer(now, pending, Err(FailureReason::Timeout));
+                if give_up && self.link.close(now, conn).is_some() {
+                    self.fail_lost(now, conn);
+                }
+            }
+            Due::OpenTimedOut { conn, .. } => self.fail_lost(now, conn),
+        }
+    }
+
     /// `conn` is gone: its address waits `reconnect_backoff`, and its requests fail.
     pub(super) fn connection_lost(&mut self, now: Instant, conn: ConnId) {
-        let retry_at = now + self.config.reconnect_backoff;
-        if self.conns.disconnected(conn, retry_at).is_none() {
-            return;
+        if self.link.disconnected(now, conn).is_some() {
+            self.fail_lost(now, conn);
         }
-        // One at a time: failing one may close the consumer, which ends the others.
-        while let Some((opaque, pending)) = self.requests.next_lost_on(conn) {
-            self.timers
-                .remove(pending.deadline, PopTimer::Request(conn.0, opaque));
+    }
+
+    /// Fails the requests still in flight on the lost `conn`, one at a time: failing one may
+    /// close the consumer, which ends the others.
+    fn fail_lost(&mut self, now: Instant, conn: ConnId) {
+        while let Some(pending) = self.link.next_lost(conn) {
             self.answer(now, pending, Err(FailureReason::Disconnected));
         }
     }

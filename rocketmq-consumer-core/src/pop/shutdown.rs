@@ -54,11 +54,7 @@ impl PopConsumer {
         }
         self.lifecycle = Lifecycle::Closed;
         self.timers.clear();
-        self.requests.clear();
-        for conn in self.conns.ids() {
-            self.outputs.push_back(PopOutput::Close { conn });
-        }
-        self.conns.clear();
+        self.link.close_all();
         self.report.acked = self.stats.acked;
         self.outputs
             .push_back(PopOutput::Event(PopEvent::Closed(self.report.clone())));

@@ -70,25 +70,26 @@ use std::time::Instant;
 
 use proto::Command;
 
-use crate::conn::Connections;
+use crate::link::{Due, Link, Rules, Wire};
 use crate::output::ConnId;
-use crate::requests::{InFlight, Pending, Placement};
+use crate::requests::Pending;
 use crate::signer::Signer;
 use crate::timer::TimerQueue;
 use lookups::Lookups;
 
 /// The producer as a state machine (see the module docs). Sends are independent: each has its
-/// [`SendPlan`], and they share the route cache, the connections and the request table.
+/// [`SendPlan`], and they share the route cache and the request layer.
 #[derive(Debug)]
 pub struct Producer {
     config: ProducerConfig,
     routes: Routes,
     /// Signs the requests of sends started from now on.
     signer: Signer,
-    conns: Connections,
-    /// Requests in flight, each for a send (a route lookup or an attempt).
-    requests: InFlight<Request>,
-    timers: TimerQueue<Timer>,
+    /// The connections and the requests in flight, each for a send (a route lookup or an
+    /// attempt).
+    link: Link<Request>,
+    /// Sends whose address waits its reconnect backoff, by when they go on.
+    deferred: TimerQueue<SendId>,
     /// The sends not over yet.
     sends: BTreeMap<SendId, Sending>,
     lookups: Lookups,
@@ -115,17 +116,6 @@ struct Request {
     lookup: bool,
 }
 
-/// The producer's deadlines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Timer {
-    /// A request's answer deadline, by opaque.
-    Request(i32),
-    /// A connection still opening by then has failed.
-    Connect(ConnId),
-    /// A send whose address was in its reconnect backoff goes on.
-    Step(SendId),
-}
-
 impl Producer {
     /// A producer for `config` (checked, as [`ProducerConfig::validate`] does).
     pub fn new(config: ProducerConfig) -> Result<Self, ConfigError> {
@@ -133,9 +123,12 @@ impl Producer {
         Ok(Self {
             routes: Routes::new(config.route_ttl),
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
-            conns: Connections::default(),
-            requests: InFlight::default(),
-            timers: TimerQueue::default(),
+            link: Link::new(Rules {
+                connect_timeout: config.connect_timeout,
+                reconnect_backoff: config.reconnect_backoff,
+                close_after_timeouts: config.close_after_timeouts,
+            }),
+            deferred: TimerQueue::default(),
             sends: BTreeMap::new(),
             lookups: Lookups::default(),
             failures: BTreeMap::new(),
@@ -186,16 +179,16 @@ impl Producer {
 
     /// The connection `conn` opened: what waited for it goes out.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
-        for command in self.conns.connected(now, conn) {
-            self.outputs
-                .push_back(ProducerOutput::Send { conn, command });
-        }
+        let (_, queued) = self.link.connected(now, conn);
+        self.link.write(conn, queued);
     }
 
     /// The connection `conn` failed to open, or was lost, for `reason` (what the system or the
     /// TLS handshake said, which a send that fails for it reports).
     pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId, reason: &str) {
-        self.connection_lost(now, conn, reason);
+        if let Some(addr) = self.link.disconnected(now, conn) {
+            self.fail_lost(now, conn, addr, reason);
+        }
     }
 
     /// A frame arrived on `conn`: the answer to one of our requests. Requests from a broker (a
@@ -205,41 +198,37 @@ impl Producer {
         if !command.is_response() {
             return;
         }
-        let Some(pending) = self.requests.answered(conn, command.opaque) else {
-            return;
-        };
-        self.conns.answered(now, conn);
-        self.timers
-            .remove(pending.deadline, Timer::Request(command.opaque));
-        self.answer(now, pending, Ok(command));
+        if let Some(pending) = self.link.answered(now, conn, command.opaque) {
+            self.answer(now, pending, Ok(command));
+        }
     }
 
     /// Time passed: fire every deadline due at `now`. Calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(timer) = self.timers.pop_due(now) {
-            match timer {
-                Timer::Request(opaque) => {
-                    let Some(pending) = self.requests.expired(opaque, now) else {
-                        continue;
-                    };
+        while let Some(due) = self.link.next_due(now) {
+            match due {
+                Due::TimedOut(pending) => {
                     let conn = pending.conn;
-                    let opening = self.conns.is_opening(conn);
+                    let open = !self.link.is_opening(conn);
                     let peer = pending.addr.clone();
                     self.answer(now, pending, Err(SendError::Timeout { peer }));
                     // An open connection on which enough requests in a row timed out stopped
-                    // answering (the consumers' rule, `liveness::TimeoutStreak`); one still
-                    // opening is the connect deadline's to give up.
-                    if !opening && self.conns.timed_out(conn, self.config.close_after_timeouts) {
-                        self.drop_connection(now, conn, "requests in a row timed out");
+                    // answering (the consumers' rule); one still opening is the opening
+                    // deadline's to give up.
+                    if open
+                        && self.link.streak_says_close(conn)
+                        && let Some(addr) = self.link.close(now, conn)
+                    {
+                        self.fail_lost(now, conn, addr, "requests in a row timed out");
                     }
                 }
-                Timer::Connect(conn) => {
-                    if self.conns.is_opening(conn) {
-                        self.drop_connection(now, conn, "connect timed out");
-                    }
+                Due::OpenTimedOut { conn, addr } => {
+                    self.fail_lost(now, conn, addr, "connect timed out");
                 }
-                Timer::Step(send) => self.step(now, send),
             }
+        }
+        while let Some(send) = self.deferred.pop_due(now) {
+            self.step(now, send);
         }
     }
 
@@ -252,14 +241,9 @@ impl Producer {
             return;
         }
         self.closed = true;
-        for conn in self.conns.ids() {
-            self.outputs.push_back(ProducerOutput::Close { conn });
-        }
-        self.conns.clear();
-        self.conns.to_open.clear();
         self.lookups = Lookups::default();
-        let out: Vec<SendId> = self.requests.clear().into_iter().map(|r| r.send).collect();
-        self.timers.clear();
+        self.deferred.clear();
+        let out: Vec<SendId> = self.link.close_all().into_iter().map(|r| r.send).collect();
         for (send, sending) in std::mem::take(&mut self.sends) {
             let result = if out.contains(&send) {
                 Err(SendError::Disconnected {
@@ -281,16 +265,23 @@ impl Producer {
 
     /// The next piece of work for the driver.
     pub fn poll_output(&mut self) -> Option<ProducerOutput> {
-        // Connections first: what is sent on one is queued until it opens.
-        if let Some((conn, addr)) = self.conns.to_open.pop_front() {
-            return Some(ProducerOutput::Connect { conn, addr });
+        if let Some(wire) = self.link.poll_wire() {
+            return Some(match wire {
+                Wire::Connect { conn, addr } => ProducerOutput::Connect { conn, addr },
+                Wire::Send { conn, command } => ProducerOutput::Send { conn, command },
+                Wire::Close { conn } => ProducerOutput::Close { conn },
+            });
         }
         self.outputs.pop_front()
     }
 
     /// When to call [`Producer::handle_timeout`] next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next().map(|(at, _)| at)
+        let deferred = self.deferred.next().map(|(at, _)| at);
+        [self.link.poll_timeout(), deferred]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Sends not over yet.
@@ -318,56 +309,37 @@ impl Producer {
         }
     }
 
-    /// Puts a request of `send` on the connection to `addr`, with the send's deadline.
+    /// Puts a request of `send` on the connection to `addr`, due by the send's deadline.
     fn request(&mut self, now: Instant, send: SendId, lookup: bool, addr: &str, command: Command) {
         let Some(sending) = self.sends.get_mut(&send) else {
             return;
         };
         sending.peer = addr.to_owned();
-        let deadline = sending.plan.deadline().max(now);
+        let timeout = sending.plan.deadline().saturating_duration_since(now);
         let kind = Request { send, lookup };
-        match self
-            .requests
-            .place(&mut self.conns, now, addr, command, kind, deadline)
+        let Err(pending) = self.link.request(now, addr, command, kind, timeout) else {
+            return;
+        };
+        // The address failed a moment ago and waits its reconnect backoff: the request goes
+        // then, if the send has time left (the plan asks for the same request again), rather
+        // than failing at once.
+        if let Some(at) = self
+            .link
+            .down_until(now, addr)
+            .filter(|at| *at < pending.deadline)
         {
-            Placement::Placed(placed) => {
-                if let Some(command) = placed.send {
-                    self.outputs.push_back(ProducerOutput::Send {
-                        conn: placed.conn,
-                        command,
-                    });
-                }
-                if placed.opening {
-                    self.timers.set(
-                        now + self.config.connect_timeout,
-                        Timer::Connect(placed.conn),
-                    );
-                }
-                self.timers.set(deadline, Timer::Request(placed.opaque));
-            }
-            Placement::Unavailable(pending) => {
-                // The address failed a moment ago and waits its reconnect backoff: the request
-                // goes then, if the send has time left (the plan asks for the same request
-                // again), rather than failing at once.
-                if let Some(at) = self
-                    .conns
-                    .down_until(now, addr)
-                    .filter(|at| *at < pending.deadline)
-                {
-                    self.timers.set(at, Timer::Step(send));
-                    return;
-                }
-                let reason = self.failures.get(addr).map_or_else(
-                    || "connection failed".to_owned(),
-                    |why| format!("{why} (not retried before the reconnect backoff)"),
-                );
-                let error = SendError::Disconnected {
-                    peer: addr.to_owned(),
-                    reason,
-                };
-                self.answer(now, pending, Err(error));
-            }
+            self.deferred.set(at, send);
+            return;
         }
+        let reason = self.failures.get(addr).map_or_else(
+            || "connection failed".to_owned(),
+            |why| format!("{why} (not retried before the reconnect backoff)"),
+        );
+        let error = SendError::Disconnected {
+            peer: addr.to_owned(),
+            reason,
+        };
+        self.answer(now, pending, Err(error));
     }
 
     /// A request of a send ended: its plan takes the answer, then goes on; a route lookup's
@@ -410,20 +382,10 @@ impl Producer {
         }
     }
 
-    /// Gives up on `conn`: the driver closes it, and it is lost as if the peer had closed it.
-    fn drop_connection(&mut self, now: Instant, conn: ConnId, reason: &str) {
-        self.outputs.push_back(ProducerOutput::Close { conn });
-        self.connection_lost(now, conn, reason);
-    }
-
-    /// `conn` is gone: its requests fail at once, and its address waits the reconnect backoff.
-    fn connection_lost(&mut self, now: Instant, conn: ConnId, reason: &str) {
-        let retry_at = now + self.config.reconnect_backoff;
-        let Some((addr, _unsent)) = self.conns.disconnected(conn, retry_at) else {
-            return;
-        };
+    /// `conn` to `addr` is gone for `reason`: its requests fail at once.
+    fn fail_lost(&mut self, now: Instant, conn: ConnId, addr: String, reason: &str) {
         self.failures.insert(addr.clone(), reason.to_owned());
-        for pending in self.requests.lost_on(conn) {
+        while let Some(pending) = self.link.next_lost(conn) {
             let error = SendError::Disconnected {
                 peer: addr.clone(),
                 reason: reason.to_owned(),

@@ -24,15 +24,19 @@ use crate::connection;
 use crate::runtime::Runtime;
 use crate::transport::{self, Connector, Transport};
 
-/// What happened on a connection.
+/// What happened on one of the client's connections (events of connections it closed are
+/// dropped: it expects nothing more of them).
 pub(crate) enum ConnEvent {
     /// It opened.
     Connected,
     /// A frame arrived.
     Frame(Command),
-    /// It could not be opened, broke, or the peer sent something that is not a frame; why, as
-    /// the system, the TLS handshake or the decoder said.
-    Lost(String),
+    /// It could not be opened, broke, or the peer sent something that is not a frame; it is
+    /// forgotten here (and logged with its peer).
+    Lost {
+        /// Why, as the system, the TLS handshake or the decoder said.
+        reason: String,
+    },
 }
 
 /// The write half of an open connection.
@@ -200,35 +204,49 @@ impl<R: Runtime> Conns<R> {
 
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<(ConnId, ConnEvent)>> {
         self.write_all(cx);
-        if let Some((conn, reason)) = self
+        let failed = self
             .open
             .iter_mut()
-            .find_map(|(id, c)| c.failed.take().map(|r| (*id, r)))
+            .find_map(|(id, c)| c.failed.take().map(|r| (*id, r)));
+        if let Some((conn, reason)) = failed
+            && let Some(lost) = self.lost(conn, reason)
         {
-            return Poll::Ready(Some((conn, ConnEvent::Lost(reason))));
+            return Poll::Ready(Some((conn, lost)));
         }
         loop {
-            return match self.reads.poll_next_unpin(cx) {
-                Poll::Ready(Some((conn, Raw::Opened(writer)))) => {
-                    let Some(open) = self.open.get_mut(&conn) else {
-                        // Closed while it opened: the write half goes with it.
-                        continue;
-                    };
+            let (conn, raw) = match self.reads.poll_next_unpin(cx) {
+                Poll::Ready(Some(event)) => event,
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            };
+            let Some(open) = self.open.get_mut(&conn) else {
+                // Closed by the client meanwhile (a write half that arrives goes with it).
+                continue;
+            };
+            let event = match raw {
+                Raw::Opened(writer) => {
+                    tracing::debug!(addr = %open.addr, "connected");
                     open.writer = Some(writer);
                     // Anything queued before it opened goes now.
                     open.write_out(cx);
-                    Poll::Ready(Some((conn, ConnEvent::Connected)))
+                    ConnEvent::Connected
                 }
-                Poll::Ready(Some((conn, Raw::Frame(command)))) => {
-                    Poll::Ready(Some((conn, ConnEvent::Frame(command))))
-                }
-                Poll::Ready(Some((conn, Raw::Lost(reason)))) => {
-                    Poll::Ready(Some((conn, ConnEvent::Lost(reason))))
-                }
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
+                Raw::Frame(command) => ConnEvent::Frame(command),
+                Raw::Lost(reason) => match self.lost(conn, reason) {
+                    Some(lost) => lost,
+                    None => continue,
+                },
             };
+            return Poll::Ready(Some((conn, event)));
         }
+    }
+
+    /// `conn` was lost or refused for `reason`: forgets it, and says so if it was ours.
+    fn lost(&mut self, conn: ConnId, reason: String) -> Option<ConnEvent> {
+        let conn = self.open.remove(&conn)?;
+        conn.abort_read.abort();
+        tracing::warn!(addr = %conn.addr, %reason, "connection lost or refused");
+        Some(ConnEvent::Lost { reason })
     }
 
     /// Writes what waits on every connection now (the driver calls it after each pass over the
@@ -275,18 +293,6 @@ impl<R: Runtime> Conns<R> {
         if let Some(conn) = self.open.remove(&conn) {
             conn.abort_read.abort();
         }
-    }
-
-    /// The peer of `conn`, while it is one of ours.
-    pub(crate) fn addr(&self, conn: ConnId) -> Option<&str> {
-        self.open.get(&conn).map(|c| c.addr.as_str())
-    }
-
-    /// `conn` was lost or refused: forgets it, and returns its peer if it was ours.
-    pub(crate) fn lost(&mut self, conn: ConnId) -> Option<String> {
-        let conn = self.open.remove(&conn)?;
-        conn.abort_read.abort();
-        Some(conn.addr)
     }
 
     /// Ends every connection.

@@ -16,22 +16,22 @@ mod handlers;
 pub(crate) mod hooks;
 mod trace;
 mod waiters;
+pub(crate) mod wake;
 
 use std::time::Instant;
 
-use consumer_core::{ConnId, Consumer, Event, MessageQueue, Output, ShutdownReport};
+use consumer_core::{Consumer, Event, MessageQueue, Output, ShutdownReport};
 use futures_channel::{mpsc, oneshot};
-use futures_util::StreamExt;
-use futures_util::future::{self, Either};
 
 use crate::control::ControlError;
 use crate::input::{EventSink, Handler, Input, PullCommand};
 use crate::offset_file::OffsetFile;
-use crate::runtime::{BoxFuture, Runtime};
-use conns::{ConnEvent, Conns};
+use crate::runtime::Runtime;
+use conns::Conns;
 use handlers::Handlers;
 use hooks::{Hooks, RebalanceHooks};
 use waiters::Waiters;
+use wake::{Wake, Woken};
 
 /// How long a closing consumer waits for its last message trace records to be sent.
 const TRACE_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
@@ -84,49 +84,24 @@ impl<R: Runtime> Driver<R> {
             report: None,
             waiters: Waiters::default(),
         };
-        let mut timer: Option<(Instant, BoxFuture<()>)> = None;
+        let mut wake = Wake::new(runtime.clone());
         loop {
             io.drain(&mut consumer);
             io.conns.flush().await;
             if consumer.is_closed() {
                 break;
             }
-            let now = runtime.now();
-            if consumer.poll_timeout().is_some_and(|at| at <= now) {
-                consumer.handle_timeout(now);
-                continue;
-            }
-            match consumer.poll_timeout() {
-                Some(at) => {
-                    if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
-                        timer = Some((at, runtime.sleep_until(at)));
-                    }
-                }
-                None => timer = None,
-            }
-            let woken = {
-                let outside = future::select(inputs.next(), io.conns.next_event());
-                match &mut timer {
-                    Some((_, sleep)) => match future::select(outside, sleep.as_mut()).await {
-                        Either::Left((woken, _)) => Some(woken),
-                        Either::Right(((), _)) => None,
-                    },
-                    None => Some(outside.await),
-                }
-            };
-            match woken {
-                // The timer fired: the loop reads the clock and handles what is due.
-                None => timer = None,
-                Some(Either::Left((input, _))) => {
+            match wake
+                .next(consumer.poll_timeout(), &mut inputs, &mut io.conns)
+                .await
+            {
+                Woken::Due(now) => consumer.handle_timeout(now),
+                Woken::Input(input) => {
                     // The driver holds a sender itself, so the channel never ends while it runs.
                     let Some(input) = input else { break };
                     io.handle(&mut consumer, runtime.now(), input);
                 }
-                Some(Either::Right((event, _))) => {
-                    if let Some((conn, event)) = event {
-                        io.on_conn_event(&mut consumer, runtime.now(), conn, event);
-                    }
-                }
+                Woken::Conn(conn, event) => wake::feed(&mut consumer, runtime.now(), conn, event),
             }
         }
         io.conns.abort_all();
@@ -189,36 +164,6 @@ impl<R: Runtime> Io<R> {
                 }
             }
             Input::RevokeDone(request) => consumer.revoke_done(now, request),
-        }
-    }
-
-    /// Feeds what happened on a connection to the consumer. Events of connections the consumer
-    /// already closed are dropped: it expects nothing more from them.
-    fn on_conn_event(
-        &mut self,
-        consumer: &mut Consumer,
-        now: Instant,
-        conn: ConnId,
-        event: ConnEvent,
-    ) {
-        match event {
-            ConnEvent::Connected => {
-                if let Some(addr) = self.conns.addr(conn) {
-                    tracing::debug!(%addr, "connected");
-                    consumer.handle_connected(now, conn);
-                }
-            }
-            ConnEvent::Frame(command) => {
-                if self.conns.addr(conn).is_some() {
-                    consumer.handle_command(now, conn, command);
-                }
-            }
-            ConnEvent::Lost(_) => {
-                if let Some(addr) = self.conns.lost(conn) {
-                    tracing::warn!(%addr, "connection lost or refused");
-                    consumer.handle_disconnected(now, conn);
-                }
-            }
         }
     }
 

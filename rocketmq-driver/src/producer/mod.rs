@@ -93,22 +93,8 @@ impl<R: Runtime> Producer<R> {
         topic: &str,
         message: impl Into<ProducerMessage>,
     ) -> Result<SendResult, SendError> {
-        let message = message.into();
-        let traced = self.inner.traces.as_ref().map(|_| Traced::of(&message));
-        let (started, born) = (self.inner.runtime.now(), unix_ms());
-        let prepared = Prepared::single(
-            &self.inner.config,
-            topic,
-            message,
-            &mut lock(&self.inner.ids),
-            born,
-        )?;
-        let sent = self.inner.deliver(prepared).await;
-        if let (Some(traced), Ok((result, addr))) = (traced, &sent) {
-            let cost = self.inner.runtime.now().saturating_duration_since(started);
-            self.inner.trace(topic, &[traced], result, addr, born, cost);
-        }
-        sent.map(|(result, _)| result)
+        self.send_all(topic, vec![message.into()], prepare_single)
+            .await
     }
 
     /// Sends `messages` to `topic` as one batch, stored as consecutive messages of one queue
@@ -119,14 +105,25 @@ impl<R: Runtime> Producer<R> {
         topic: &str,
         messages: impl IntoIterator<Item = M>,
     ) -> Result<SendResult, SendError> {
-        let messages: Vec<ProducerMessage> = messages.into_iter().map(Into::into).collect();
+        let messages = messages.into_iter().map(Into::into).collect();
+        self.send_all(topic, messages, Prepared::batch).await
+    }
+
+    /// Prepares `messages` with `prepare` (one message, or a batch), sends them and traces the
+    /// result.
+    async fn send_all(
+        &self,
+        topic: &str,
+        messages: Vec<ProducerMessage>,
+        prepare: Prepare,
+    ) -> Result<SendResult, SendError> {
         let traced: Option<Vec<Traced>> = self
             .inner
             .traces
             .as_ref()
             .map(|_| messages.iter().map(Traced::of).collect());
         let (started, born) = (self.inner.runtime.now(), unix_ms());
-        let prepared = Prepared::batch(
+        let prepared = prepare(
             &self.inner.config,
             topic,
             messages,
@@ -200,6 +197,29 @@ impl<R: Runtime> Inner<R> {
             .map_err(|e| SendError::InvalidMessage(format!("producer configuration: {e}")))?;
         Ok(task::spawn(&self.runtime, core, self.tls.clone()))
     }
+}
+
+/// How a send's messages are prepared: [`Prepared::batch`], or [`prepare_single`].
+type Prepare = fn(
+    &ProducerConfig,
+    &str,
+    Vec<ProducerMessage>,
+    &mut UniqueIds,
+    i64,
+) -> Result<Prepared, SendError>;
+
+/// [`Prepared::single`] of the one message `messages` holds.
+fn prepare_single(
+    config: &ProducerConfig,
+    topic: &str,
+    mut messages: Vec<ProducerMessage>,
+    ids: &mut UniqueIds,
+    unix_ms: i64,
+) -> Result<Prepared, SendError> {
+    let message = messages
+        .pop()
+        .ok_or_else(|| SendError::InvalidMessage("no message to send".to_owned()))?;
+    Prepared::single(config, topic, message, ids, unix_ms)
 }
 
 /// What a message's `Pub` trace record needs from it, taken before it is sent.

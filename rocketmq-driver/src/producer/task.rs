@@ -5,17 +5,15 @@
 //! with a reply channel, matched to their result by the core's `SendId`.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use consumer_core::producer::{
     Prepared, Producer as ProducerCore, ProducerOutput, SendError, SendId, SendResult,
 };
 use futures_channel::{mpsc, oneshot};
-use futures_util::StreamExt;
-use futures_util::future::{self, Either};
 
-use crate::driver::conns::{ConnEvent, Conns};
-use crate::runtime::{BoxFuture, Runtime};
+use crate::driver::conns::Conns;
+use crate::driver::wake::{self, Wake, Woken};
+use crate::runtime::Runtime;
 use crate::transport::Connector;
 
 /// A send's result, with the peer its last request went to.
@@ -57,7 +55,7 @@ async fn run<R: Runtime>(
 ) {
     let mut conns = Conns::new(runtime.clone(), tls);
     let mut waiting: BTreeMap<SendId, oneshot::Sender<Outcome>> = BTreeMap::new();
-    let mut timer: Option<(Instant, BoxFuture<()>)> = None;
+    let mut wake = Wake::new(runtime.clone());
     let mut closing = false;
     loop {
         while let Some(output) = core.poll_output() {
@@ -77,67 +75,24 @@ async fn run<R: Runtime>(
         if closing {
             break;
         }
-        let now = runtime.now();
-        if core.poll_timeout().is_some_and(|at| at <= now) {
-            core.handle_timeout(now);
-            continue;
-        }
-        match core.poll_timeout() {
-            Some(at) => {
-                if timer.as_ref().is_none_or(|(armed, _)| *armed != at) {
-                    timer = Some((at, runtime.sleep_until(at)));
-                }
+        match wake
+            .next(core.poll_timeout(), &mut inputs, &mut conns)
+            .await
+        {
+            Woken::Due(now) => core.handle_timeout(now),
+            Woken::Input(Some(ProducerInput::Send { prepared, reply })) => {
+                let send = core.send(runtime.now(), *prepared);
+                waiting.insert(send, reply);
             }
-            None => timer = None,
-        }
-        let woken = {
-            let outside = future::select(inputs.next(), conns.next_event());
-            match &mut timer {
-                Some((_, sleep)) => match future::select(outside, sleep.as_mut()).await {
-                    Either::Left((woken, _)) => Some(woken),
-                    Either::Right(((), _)) => None,
-                },
-                None => Some(outside.await),
+            Woken::Input(Some(ProducerInput::Credentials(credentials))) => {
+                core.set_credentials(credentials);
             }
-        };
-        let now = runtime.now();
-        match woken {
-            None => timer = None,
-            Some(Either::Left((input, _))) => match input {
-                Some(ProducerInput::Send { prepared, reply }) => {
-                    let send = core.send(now, *prepared);
-                    waiting.insert(send, reply);
-                }
-                Some(ProducerInput::Credentials(credentials)) => {
-                    core.set_credentials(credentials);
-                }
-                // Closed, or every handle of the producer is gone.
-                Some(ProducerInput::Close) | None => {
-                    core.close();
-                    closing = true;
-                }
-            },
-            Some(Either::Right((event, _))) => {
-                let Some((conn, event)) = event else { continue };
-                match event {
-                    ConnEvent::Connected => {
-                        if conns.addr(conn).is_some() {
-                            core.handle_connected(now, conn);
-                        }
-                    }
-                    ConnEvent::Frame(command) => {
-                        if conns.addr(conn).is_some() {
-                            core.handle_command(now, conn, command);
-                        }
-                    }
-                    ConnEvent::Lost(reason) => {
-                        if let Some(addr) = conns.lost(conn) {
-                            tracing::warn!(%addr, %reason, "producer connection lost or refused");
-                            core.handle_disconnected(now, conn, &reason);
-                        }
-                    }
-                }
+            // Closed, or every handle of the producer is gone.
+            Woken::Input(Some(ProducerInput::Close) | None) => {
+                core.close();
+                closing = true;
             }
+            Woken::Conn(conn, event) => wake::feed(&mut core, runtime.now(), conn, event),
         }
     }
     conns.abort_all();
