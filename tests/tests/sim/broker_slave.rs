@@ -3,9 +3,9 @@
 //! messages a lag behind, which stops while the master is down; pulls served without offset
 //! corrections (an offset it lacks is `PULL_RETRY_IMMEDIATELY` at that offset, suggesting the
 //! master), the commit bit ignored, and a consumer that keeps up sent back to the master; long
-//! polls woken by the 5 s check, not by copies; writes refused; offsets and locks of its own,
-//! its offsets replaced by the master's every 10 s while the master is up; and the slave
-//! suggested (id 1) to a pull reading farther back than fits in memory.
+//! polls woken by the 5 s check, not by copies; writes refused; members, offsets and locks of
+//! its own, its offsets replaced by the master's every 10 s while the master is up; and the
+//! slave suggested (id 1) to a pull reading farther back than fits in memory.
 
 use std::time::Duration;
 
@@ -71,8 +71,14 @@ fn a_slave_is_in_the_route_as_id_1_while_it_is_up() {
     assert_eq!(h.cluster.slave_addr("broker-a").as_deref(), Some(SLAVE));
     assert_eq!(h.cluster.slave_addr("broker-b"), None);
 
-    // The master down: the slave alone, the master's queues kept.
+    // Each node has its own members: the heartbeats of `setup` registered c1 on both.
+    assert_eq!(h.cluster.members_on("broker-a", Role::Slave, "g"), ["c1"]);
+    assert_eq!(h.cluster.members("broker-a", "g"), ["c1"]);
+
+    // The master down: the slave alone, the master's queues kept, and its members.
     h.cluster.set_broker_down("broker-a", true);
+    assert!(h.cluster.members("broker-a", "g").is_empty());
+    assert_eq!(h.cluster.members_on("broker-a", Role::Slave, "g"), ["c1"]);
     assert_eq!(
         addrs(&h),
         Some((4, Some([(1, SLAVE.to_owned())].into()))),
