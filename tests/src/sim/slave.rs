@@ -6,7 +6,8 @@
 //!   master stored it, in commit-log order, byte for byte (same queue and commit-log offsets,
 //!   same store host). Asynchronous, because that is the default (`brokerRole=ASYNC_MASTER`)
 //!   and the case that matters to a consumer: a master lost right after storing a message
-//!   takes it down with it, and its slave serves everything before. Copying stops while
+//!   keeps it to itself until it is back (a crashed process's data survives on its disk), and
+//!   its slave serves everything before. Copying stops while
 //!   either node is down and resumes where it stood (the slave's HA client reports its offset
 //!   and the master streams from there). Copies wake none of the slave's parked pulls
 //!   (`ReputMessageService` notifies arrivals only off a slave).
@@ -19,9 +20,8 @@
 //!   pulls, locks and committed offsets of its own, lost in its own crash; the simulator's
 //!   injected faults (`Fault`), silence and black holes act on masters only.
 
-use std::time::{Duration, Instant};
-
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use super::ConnKey;
 use super::broker::SimBroker;
