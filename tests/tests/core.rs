@@ -41,6 +41,8 @@ mod orderly_queues_take_turns;
 mod orderly_revoke_unlocks;
 #[path = "core/orderly_suspend_redelivers_batch.rs"]
 mod orderly_suspend_redelivers_batch;
+#[path = "core/orderly_waits_for_the_master.rs"]
+mod orderly_waits_for_the_master;
 #[path = "core/poll_mode_assign.rs"]
 mod poll_mode_assign;
 #[path = "core/poll_mode_flow_control.rs"]
@@ -91,6 +93,12 @@ mod send_back_retry_topic;
 mod shutdown_commits_offsets;
 #[path = "core/silent_broker_connection_replaced.rs"]
 mod silent_broker_connection_replaced;
+#[path = "core/slave_behind_the_consumer.rs"]
+mod slave_behind_the_consumer;
+#[path = "core/slave_reads_a_backlog.rs"]
+mod slave_reads_a_backlog;
+#[path = "core/slave_serves_while_master_down.rs"]
+mod slave_serves_while_master_down;
 #[path = "core/sql92_subscription_rejected.rs"]
 mod sql92_subscription_rejected;
 #[path = "core/stale_pull_response_dropped.rs"]

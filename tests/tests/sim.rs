@@ -20,6 +20,8 @@ mod broker_retry;
 mod broker_robustness;
 #[path = "sim/broker_route.rs"]
 mod broker_route;
+#[path = "sim/broker_slave.rs"]
+mod broker_slave;
 #[path = "sim/consume_all.rs"]
 mod consume_all;
 #[path = "sim/seeds.rs"]

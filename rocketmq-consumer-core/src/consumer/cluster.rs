@@ -106,6 +106,17 @@ impl ClusterView {
         ids.get(&MASTER_ID).or_else(|| ids.values().next()).cloned()
     }
 
+    /// Where queue locks go: the master, and no other node
+    /// (`RebalanceImpl.lock`/`lockAll`/`unlock` ask `findBrokerAddressInSubscribe(name,
+    /// MASTER_ID, true)`). A slave keeps a lock table of its own (4.9's
+    /// `AdminBrokerProcessor.lockBatchMQ` checks no role), which the master never hears of: a
+    /// lock granted there while the master is down would not stop the master, once back,
+    /// granting the queue to another member. So an orderly queue of a broker whose master is
+    /// gone waits for it.
+    pub(crate) fn lock_addr(&self, broker: &str) -> Option<String> {
+        self.brokers.get(broker)?.get(&MASTER_ID).cloned()
+    }
+
     /// The address to pull from: the suggested node, else the master, else any
     /// (`findBrokerAddressInSubscribe`); and whether it is the master.
     pub(crate) fn pull_addr(&self, broker: &str, id: i64) -> Option<(String, bool)> {
@@ -174,6 +185,11 @@ mod tests {
         let change = view.update_route("T", slave_only);
         assert!(!change.new_broker && !change.queues_changed);
         assert_eq!(view.master_addr("b").as_deref(), Some("s:1"));
+        assert_eq!(
+            view.lock_addr("b"),
+            None,
+            "locks only ever go to the master"
+        );
         assert_eq!(view.pull_addr("b", 0), Some(("s:1".to_owned(), false)));
         assert!(!view.is_broker("m:1"));
         // The master comes back: a new address, so it is told about us again.

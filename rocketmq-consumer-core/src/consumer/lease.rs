@@ -31,7 +31,7 @@ impl Consumer {
             }
         }
         for (broker, queues) in by_broker {
-            let Some(addr) = self.master_addr(&broker) else {
+            let Some(addr) = self.cluster.lock_addr(&broker) else {
                 self.on_lock_failed(now, &queues);
                 continue;
             };
@@ -152,7 +152,7 @@ impl Consumer {
             .queues
             .iter()
             .filter(|s| s.lease.is_some() && s.phase != Phase::Revoking)
-            .filter(|s| self.master_addr(s.mq.broker_name()).as_deref() == Some(addr))
+            .filter(|s| self.cluster.lock_addr(s.mq.broker_name()).as_deref() == Some(addr))
             .map(|s| s.key)
             .collect();
         for key in keys {
@@ -162,7 +162,7 @@ impl Consumer {
 
     /// Releases one queue's lock without waiting for an answer (after a revoke).
     pub(super) fn unlock_oneway(&mut self, now: Instant, mq: &MessageQueue) {
-        let Some(addr) = self.master_addr(mq.broker_name()) else {
+        let Some(addr) = self.cluster.lock_addr(mq.broker_name()) else {
             return;
         };
         let body = self.lock_body(vec![mq.clone()]);
@@ -185,7 +185,7 @@ impl Consumer {
                 .push(state.mq.clone());
         }
         for (broker, queues) in by_broker {
-            let Some(addr) = self.master_addr(&broker) else {
+            let Some(addr) = self.cluster.lock_addr(&broker) else {
                 continue;
             };
             let body = self.lock_body(queues);

@@ -266,6 +266,7 @@ impl Consumer {
             return;
         }
         let subscription = self.subscriptions.get(state.mq.topic());
+        let retry_now = response.response_code() == ResponseCode::PULL_RETRY_IMMEDIATELY;
         let outcome = pull::interpret(&response, offset, subscription, &self.retry_topic);
         let mq = state.mq.clone();
         state.phase = Phase::Idle;
@@ -277,6 +278,7 @@ impl Consumer {
                 suggested_broker,
                 corrupt,
             } => {
+                let messages_len = messages.len();
                 state.next_offset = next_offset;
                 state.max_offset = max_offset;
                 state.pull_broker_id = suggested_broker;
@@ -300,6 +302,16 @@ impl Consumer {
                         self.outputs
                             .push_back(Output::Event(Event::CorruptMessages { queue: mq, error }));
                     }
+                    self.timers
+                        .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
+                } else if retry_now && messages_len == 0 && next_offset == offset {
+                    // "Retry immediately" without moving on is what a slave answers for an
+                    // offset it does not hold yet: it corrects no offsets and turns a master's
+                    // PULL_OFFSET_MOVED into PULL_RETRY_IMMEDIATELY at the request's offset
+                    // (4.9 `PullMessageProcessor`, `DefaultMessageStore.nextOffsetCorrection`),
+                    // so a consumer ahead of a lagging slave whose master is gone would get the
+                    // same answer at once, for as long as the master stays away (Java's pull
+                    // callback spins on it). Ask again after the pull backoff instead.
                     self.timers
                         .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
                 } else {

@@ -1,10 +1,16 @@
-//! [`SimBroker`]: one simulated broker master (id 0) and its request dispatch.
+//! [`SimBroker`]: one simulated broker node, a master (id 0) or a slave (id 1), and its
+//! request dispatch.
 //!
 //! Each handler follows the Java broker's processor for the request (named in its doc
 //! comment); pulls live in [`pull`](super::pull), sends and send-backs in
 //! [`retry`](super::retry). Malformed headers and bodies never panic: they are answered
 //! `SYSTEM_ERROR` with a remark saying what was wrong, as the Java broker answers the
 //! exception they would cause.
+//!
+//! A slave runs the same handlers on its own tables (4.9's processors check the role only
+//! where noted): its own members, offsets, locks and parked pulls. Where it differs:
+//! pulls (see [`pull`](super::pull)), and every write of a message, which its store refuses
+//! (`DefaultMessageStore.checkStoreStatus`: `SERVICE_NOT_AVAILABLE` on a `SLAVE`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -37,10 +43,36 @@ use super::store::{Store, TopicConfig};
 /// The default broker port (`BrokerStartup`).
 pub(crate) const BROKER_PORT: u16 = 10911;
 
-/// One broker: storage, consumer offsets, membership, locks, parked pulls, pending faults.
+/// A broker node's role (`brokerRole`; `ASYNC_MASTER` and `SYNC_MASTER` alike are
+/// [`Role::Master`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// Broker id 0 (`MixAll.MASTER_ID`): takes writes, and is what routes name first.
+    Master,
+    /// Broker id 1 (`brokerRole=SLAVE`): a copy of its master's messages that serves reads
+    /// (`slaveReadEnable=true`) and refuses writes.
+    Slave,
+}
+
+impl Role {
+    /// The broker id a route lists the node under.
+    pub fn broker_id(self) -> i64 {
+        match self {
+            Self::Master => proto::body::MASTER_ID,
+            Self::Slave => 1,
+        }
+    }
+}
+
+/// One broker node: storage, consumer offsets, membership, locks, parked pulls, pending
+/// faults.
 #[derive(Debug)]
 pub(crate) struct SimBroker {
     pub(crate) name: String,
+    pub(crate) role: Role,
+    /// Whether this broker name has a slave: its nodes then run with `slaveReadEnable=true`,
+    /// which decides the pull's `suggestWhichBrokerId` (see [`pull`](super::pull)).
+    pub(crate) slave_read: bool,
     pub(crate) addr: String,
     pub(crate) down: bool,
     /// Hung: its connections stay open, and it neither reads nor answers anything.
@@ -65,10 +97,19 @@ pub(crate) struct SimBroker {
 }
 
 impl SimBroker {
-    pub(crate) fn new(name: &str, store_host: SocketAddr) -> Self {
+    /// A node of broker `name` in `role` at `addr`, storing with `store_host`.
+    pub(crate) fn new(
+        name: &str,
+        role: Role,
+        slave_read: bool,
+        addr: String,
+        store_host: SocketAddr,
+    ) -> Self {
         Self {
             name: name.to_owned(),
-            addr: format!("{name}:{BROKER_PORT}"),
+            role,
+            slave_read,
+            addr,
             down: false,
             silent: false,
             store: Store::new(store_host),
@@ -167,6 +208,37 @@ impl SimBroker {
             self.flushed_offsets.clone_from(&self.offsets);
             self.flushed_at = Some(env.now);
         }
+    }
+
+    /// `SlaveSynchronize.syncConsumerOffset`, on a slave: the master's in-memory table replaces
+    /// this slave's for every `topic@group` the master has (Java's `putAll` over the
+    /// `topic@group` keys, each holding its queues' offsets: a queue committed only here goes
+    /// with its key's old table), and the result is written to disk. A `topic@group` only this
+    /// slave knows is kept.
+    pub(crate) fn sync_offsets(&mut self, master: &BTreeMap<(String, String, i32), i64>) {
+        let synced: BTreeSet<(&str, &str)> = master
+            .keys()
+            .map(|(group, topic, _)| (group.as_str(), topic.as_str()))
+            .collect();
+        self.offsets
+            .retain(|(group, topic, _), _| !synced.contains(&(group.as_str(), topic.as_str())));
+        self.offsets
+            .extend(master.iter().map(|(key, offset)| (key.clone(), *offset)));
+        self.flushed_offsets.clone_from(&self.offsets);
+    }
+
+    /// What a slave's store answers any write (`DefaultMessageStore.checkStoreStatus`:
+    /// `SERVICE_NOT_AVAILABLE` on a `SLAVE`), as `SendMessageProcessor` turns it into a
+    /// response: `None` on a master.
+    pub(crate) fn refuse_put(&self) -> Option<Command> {
+        (self.role == Role::Slave).then(|| {
+            error(
+                ResponseCode::SERVICE_NOT_AVAILABLE,
+                "service not available now. It may be caused by one of the following reasons: \
+                 the broker's disk is full, messages are put to the slave, message store has \
+                 been shut down, etc.",
+            )
+        })
     }
 
     /// The broker process dies: every connection is gone (returned, for the cluster to close)

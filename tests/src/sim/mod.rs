@@ -1,13 +1,15 @@
 //! A deterministic, sans-IO simulated RocketMQ cluster: one name server and N brokers (each a
-//! master, id 0) that answer real [`proto::Command`]s the way the Java (4.9) and Rust brokers
-//! do for everything a consumer does (`remoting-protocol.md` §3, §4, §7).
+//! master, id 0, and optionally a slave, id 1, [`SimConfig::slaves`]) that answer real
+//! [`proto::Command`]s the way the Java (4.9) and Rust brokers do for everything a consumer
+//! does (`remoting-protocol.md` §3, §4, §7).
 //!
 //! # Driving it
 //!
 //! No sockets, threads or clock: the test world owns connections and time.
 //!
 //! - [`SimCluster::connect`] opens a client connection (a [`ConnKey`] the world picks) to an
-//!   address ([`SimCluster::namesrv_addr`], [`SimCluster::broker_addr`]);
+//!   address ([`SimCluster::namesrv_addr`], [`SimCluster::broker_addr`],
+//!   [`SimCluster::slave_addr`]);
 //!   [`SimCluster::disconnect`] reports that the client closed it.
 //! - [`SimCluster::handle_command`] delivers a request from the client (responses to the
 //!   cluster's own oneway notifications are ignored).
@@ -15,8 +17,8 @@
 //!   `NOTIFY_CONSUMER_IDS_CHANGED` requests) and [`SimCluster::poll_closed`] (connections the
 //!   cluster closed: broker restarts, members that stopped heartbeating).
 //! - Call [`SimCluster::handle_timeout`] at [`SimCluster::poll_timeout`]: held long polls,
-//!   delayed (retry) messages and member expiry run on it. Every input first fires whatever
-//!   is due, so early or late calls are harmless.
+//!   delayed (retry) messages, member expiry and slaves' copying run on it. Every input first
+//!   fires whatever is due, so early or late calls are harmless.
 //!
 //! Time is an [`Instant`] on the world's virtual clock; [`SimConfig::epoch`] and
 //! [`SimConfig::epoch_millis`] map it to the wall-clock milliseconds the protocol carries.
@@ -54,6 +56,12 @@
 //! - A member that has not heartbeaten for [`SimConfig::channel_expired_timeout`] has its
 //!   connection closed (`ConsumerManager.scanNotActiveChannel`), exactly at the deadline
 //!   rather than on Java's 10 s scan.
+//! - A slave copies its master asynchronously and serves reads; it refuses writes, answers
+//!   pulls without correcting offsets, and keeps its own members, locks and offsets, which
+//!   its master's replace every 10 s (see [`slave`] and [`pull`]). A route lists a broker
+//!   while either node is up, with the nodes that are up; its queues are those its master
+//!   last registered (4.9's name server keeps a broker's queue data while any of its nodes
+//!   is registered, and only the master registers queue data).
 
 mod broker;
 mod clock;
@@ -70,6 +78,7 @@ mod pop;
 mod pull;
 mod retry;
 mod rng;
+mod slave;
 mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,8 +95,10 @@ use clock::Clock;
 use env::Env;
 use namesrv::NameServer;
 use outbox::Outbox;
+use slave::Slave;
 use store::TopicConfig;
 
+pub use broker::Role;
 pub use fault::Fault;
 pub use message::StoredMessageInfo;
 pub use pop::pop_retry_topic;
@@ -142,6 +153,19 @@ pub struct SimConfig {
     /// How often committed offsets are written to disk (`flushConsumerOffsetInterval`, 5 s):
     /// a crash loses the commits since the last write. `None`: every commit survives.
     pub offset_flush_interval: Option<Duration>,
+    /// The brokers (of [`SimConfig::brokers`]) that have a slave, at `<name>-s:10911` (see
+    /// [`slave`]). None by default.
+    pub slaves: Vec<String>,
+    /// How long after its master stored a message a slave holds it (`HAService` under
+    /// `ASYNC_MASTER`: a master lost within this of a write takes the write down with it).
+    pub replication_lag: Duration,
+    /// How often a slave takes its master's offsets and topics (`SlaveSynchronize`, 10 s).
+    pub slave_sync_interval: Duration,
+    /// How many commit-log bytes behind its end a pull may start reading and still be served
+    /// from memory (`TOTAL_PHYSICAL_MEMORY_SIZE * accessMessageInMemoryMaxRatio / 100`, 40 %
+    /// of RAM); a broker with a slave suggests the slave to a pull reading from farther back.
+    /// `None` (the default): no backlog a test builds is that large.
+    pub in_memory_bytes: Option<i64>,
 }
 
 impl SimConfig {
@@ -162,6 +186,10 @@ impl SimConfig {
             delay_levels: default_delay_levels(),
             max_transfer_count: 32,
             offset_flush_interval: Some(Duration::from_secs(5)),
+            slaves: Vec::new(),
+            replication_lag: Duration::from_millis(50),
+            slave_sync_interval: Duration::from_secs(10),
+            in_memory_bytes: None,
         }
     }
 }
@@ -186,7 +214,8 @@ pub struct MemberInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Endpoint {
     NameServer,
-    Broker(String),
+    /// A broker node: its broker name and role.
+    Broker(String, Role),
 }
 
 /// The simulated cluster. See the [module documentation](self).
@@ -196,7 +225,10 @@ pub struct SimCluster {
     clock: Clock,
     rng: SimRng,
     namesrv: NameServer,
+    /// The masters, by broker name.
     brokers: BTreeMap<String, SimBroker>,
+    /// The slaves, by broker name.
+    slaves: BTreeMap<String, Slave>,
     conns: BTreeMap<ConnKey, Endpoint>,
     out: Outbox,
     /// The latest time seen.
@@ -215,28 +247,36 @@ pub struct SimCluster {
 }
 
 impl SimCluster {
-    /// A cluster with `config.brokers`, no topics and no connections.
+    /// A cluster with `config.brokers` (and `config.slaves`), no topics and no connections.
     pub fn new(config: SimConfig) -> Self {
         let mut rng = SimRng::new(config.seed);
-        let brokers = config
-            .brokers
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                let [.., x, y] = u16::try_from(i + 1).unwrap_or(u16::MAX).to_be_bytes();
-                let host = SocketAddr::V4(SocketAddrV4::new(
-                    Ipv4Addr::new(10, 0, x, y),
+        let mut brokers = BTreeMap::new();
+        let mut slaves = BTreeMap::new();
+        for (i, name) in config.brokers.iter().enumerate() {
+            let [.., x, y] = u16::try_from(i + 1).unwrap_or(u16::MAX).to_be_bytes();
+            let host = |net| {
+                SocketAddr::V4(SocketAddrV4::new(
+                    Ipv4Addr::new(10, net, x, y),
                     broker::BROKER_PORT,
-                ));
-                (name.clone(), SimBroker::new(name, host))
-            })
-            .collect();
+                ))
+            };
+            let has_slave = config.slaves.contains(name);
+            let addr = format!("{name}:{}", broker::BROKER_PORT);
+            let master = SimBroker::new(name, Role::Master, has_slave, addr, host(0));
+            brokers.insert(name.clone(), master);
+            if has_slave {
+                let addr = slave_addr(name);
+                let node = SimBroker::new(name, Role::Slave, true, addr, host(3));
+                slaves.insert(name.clone(), Slave::new(node, config.epoch));
+            }
+        }
         Self {
             clock: Clock::new(config.epoch, config.epoch_millis),
             unique_prefix: rng.next_u64(),
             rng,
             namesrv: NameServer::new(),
             brokers,
+            slaves,
             conns: BTreeMap::new(),
             out: Outbox::default(),
             time: None,
@@ -264,6 +304,20 @@ impl SimCluster {
         format!("{broker}:{}", broker::BROKER_PORT)
     }
 
+    /// The address of `broker`'s slave, `<broker>-s:10911`, when it has one.
+    pub fn slave_addr(&self, broker: &str) -> Option<String> {
+        self.slaves.contains_key(broker).then(|| slave_addr(broker))
+    }
+
+    /// The broker name and role of the node at `addr`, if any.
+    pub fn node_at(&self, addr: &str) -> Option<(&str, Role)> {
+        self.brokers
+            .values()
+            .chain(self.slaves.values().map(|s| &s.node))
+            .find(|node| node.addr == addr)
+            .map(|node| (node.name.as_str(), node.role))
+    }
+
     /// The broker names, sorted.
     pub fn broker_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.brokers.keys().map(String::as_str)
@@ -274,10 +328,11 @@ impl SimCluster {
         self.clock.millis(now)
     }
 
-    /// Creates `topic` (read-write, `queues_per_broker` queues) on every broker, or resizes
-    /// it; routes reflect it at once.
+    /// Creates `topic` (read-write, `queues_per_broker` queues) on every broker (slaves too,
+    /// as if synced), or resizes it; routes reflect it at once.
     pub fn create_topic(&mut self, topic: &str, queues_per_broker: i32) {
-        for broker in self.brokers.values_mut() {
+        let slaves = self.slaves.values_mut().map(|s| &mut s.node);
+        for broker in self.brokers.values_mut().chain(slaves) {
             broker
                 .store
                 .put_topic(topic, TopicConfig::read_write(queues_per_broker));
@@ -287,7 +342,8 @@ impl SimCluster {
     /// Stores a message in queue `queue_id` of `topic` on `broker`, with `TAGS` and `KEYS`
     /// when given, a fresh `UNIQ_KEY` and the `CLUSTER` property, born and stored at `now`;
     /// wakes the held pulls it satisfies. Returns its queue offset. Works on a broker that is
-    /// down too (the data is the test's to arrange).
+    /// down too (the data is the test's to arrange). It goes to the master; a slave copies it
+    /// [`SimConfig::replication_lag`] later.
     ///
     /// # Panics
     ///
@@ -352,10 +408,16 @@ impl SimCluster {
         let endpoint = if addr == self.namesrv.addr {
             Endpoint::NameServer
         } else {
-            match self.brokers.values_mut().find(|b| b.addr == addr) {
+            let slaves = self.slaves.values_mut().map(|s| &mut s.node);
+            match self
+                .brokers
+                .values_mut()
+                .chain(slaves)
+                .find(|b| b.addr == addr)
+            {
                 Some(broker) if !broker.down => {
                     broker.conns.insert(conn);
-                    Endpoint::Broker(broker.name.clone())
+                    Endpoint::Broker(broker.name.clone(), broker.role)
                 }
                 _ => return false,
             }
@@ -378,8 +440,8 @@ impl SimCluster {
             return;
         };
         self.out.forget(conn);
-        if let Endpoint::Broker(name) = endpoint {
-            self.with_broker(now, &name, |broker, env| {
+        if let Endpoint::Broker(name, role) = endpoint {
+            self.with_node(now, &name, role, |broker, env| {
                 broker.connection_closed(env, conn)
             });
         }
@@ -403,34 +465,39 @@ impl SimCluster {
         match self.conns.get(&conn).cloned() {
             None => {}
             Some(Endpoint::NameServer) => {
-                self.namesrv
-                    .handle(&self.brokers, &self.config, &mut self.out, conn, command);
+                self.namesrv.handle(
+                    &self.brokers,
+                    &self.slaves,
+                    &self.config,
+                    &mut self.out,
+                    conn,
+                    command,
+                );
             }
-            Some(Endpoint::Broker(name)) => {
-                if self.is_broker_silent(&name) {
+            Some(Endpoint::Broker(name, role)) => {
+                if self.is_node_silent(&name, role) {
                     return;
                 }
                 if !self.signed_by_user(&command) {
                     self.refuse_unsigned(conn, &command);
                     return;
                 }
-                self.with_broker(now, &name, |broker, env| broker.handle(env, conn, command));
+                self.with_node(now, &name, role, |broker, env| {
+                    broker.handle(env, conn, command)
+                });
             }
         }
     }
 
     /// Fires everything due at `now`: held pulls whose check came, delayed messages, member
-    /// expiry.
+    /// expiry, and slaves copying and syncing from their masters.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
     }
 
     /// When [`SimCluster::handle_timeout`] should be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.brokers
-            .values()
-            .filter_map(|b| b.next_timer(self.config.channel_expired_timeout))
-            .min()
+        self.next_timer().map(|(at, _, _)| at)
     }
 
     /// The next command for a client: a response, or a broker-initiated oneway request. A
@@ -439,7 +506,7 @@ impl SimCluster {
         loop {
             let (conn, command) = self.out.pop_command()?;
             let silent = match self.conns.get(&conn) {
-                Some(Endpoint::Broker(name)) => self.is_broker_silent(name),
+                Some(Endpoint::Broker(name, role)) => self.is_node_silent(name, *role),
                 _ => false,
             } || self.black_holed.contains(&conn);
             if !silent {
@@ -504,7 +571,9 @@ impl SimCluster {
         let open: Vec<ConnKey> = self
             .conns
             .iter()
-            .filter(|(_, endpoint)| matches!(endpoint, Endpoint::Broker(name) if name == broker))
+            .filter(|(_, endpoint)| {
+                matches!(endpoint, Endpoint::Broker(name, Role::Master) if name == broker)
+            })
             .map(|(conn, _)| *conn)
             .collect();
         assert!(
@@ -519,13 +588,17 @@ impl SimCluster {
         self.brokers.get(broker).is_some_and(|b| b.silent)
     }
 
+    fn is_node_silent(&self, broker: &str, role: Role) -> bool {
+        self.node(broker, role).is_some_and(|b| b.silent)
+    }
+
     /// The next connection the cluster closed, for the world to report to the client.
     pub fn poll_closed(&mut self) -> Option<ConnKey> {
         self.out.pop_closed()
     }
 
-    /// Restarts `broker`: all its connections close ([`SimCluster::poll_closed`]), and its
-    /// members, held pulls, locks and the commits not yet written
+    /// Restarts `broker`'s master: all its connections close ([`SimCluster::poll_closed`]),
+    /// and its members, held pulls, locks and the commits not yet written
     /// ([`SimConfig::offset_flush_interval`]) are forgotten; messages, topics, the committed
     /// offsets written and delayed messages survive.
     ///
@@ -534,25 +607,45 @@ impl SimCluster {
     /// When there is no such broker.
     pub fn restart_broker(&mut self, now: Instant, broker: &str) {
         self.advance(now);
-        self.crash(broker);
+        self.crash(broker, Role::Master);
     }
 
-    /// Takes `broker` down (a crash: as [`SimCluster::restart_broker`], and connects fail and
-    /// it leaves every route until it is up again) or brings it back up.
+    /// Takes `broker`'s master down (a crash: as [`SimCluster::restart_broker`], and connects
+    /// fail and it leaves every route until it is up again, while its slave, if it has one,
+    /// stays in them) or brings it back up.
     ///
     /// # Panics
     ///
     /// When there is no such broker.
     pub fn set_broker_down(&mut self, broker: &str, down: bool) {
         if down {
-            self.crash(broker);
+            self.crash(broker, Role::Master);
         }
         self.broker_mut(broker).down = down;
     }
 
-    /// Whether `broker` is down.
+    /// Whether `broker`'s master is down.
     pub fn is_broker_down(&self, broker: &str) -> bool {
         self.brokers.get(broker).is_some_and(|b| b.down)
+    }
+
+    /// Takes `broker`'s slave down (a crash, as [`SimCluster::set_broker_down`] for a master:
+    /// it leaves the routes and copies nothing until it is up again, then catches up) or
+    /// brings it back up.
+    ///
+    /// # Panics
+    ///
+    /// When the broker has no slave.
+    pub fn set_slave_down(&mut self, broker: &str, down: bool) {
+        if down {
+            self.crash(broker, Role::Slave);
+        }
+        self.slave_mut(broker).node.down = down;
+    }
+
+    /// Whether `broker`'s slave is down (false without a slave).
+    pub fn is_slave_down(&self, broker: &str) -> bool {
+        self.slaves.get(broker).is_some_and(|s| s.node.down)
     }
 
     /// `INVOKE_BROKER_TO_RESET_OFFSET` as an admin tool runs it with client-side reset: each
@@ -648,10 +741,19 @@ impl SimCluster {
             .map_or((0, 0), |b| (b.pop.invisible_count(group), b.pop.revived))
     }
 
-    /// `group`'s committed offset of `queue` on the queue's broker.
+    /// `group`'s committed offset of `queue` on the queue's broker (its master).
     pub fn committed_offset(&self, group: &str, queue: &MessageQueue) -> Option<i64> {
-        self.brokers
-            .get(queue.broker_name())?
+        self.committed_offset_on(Role::Master, group, queue)
+    }
+
+    /// `group`'s committed offset of `queue` on the node in `role` of the queue's broker.
+    pub fn committed_offset_on(
+        &self,
+        role: Role,
+        group: &str,
+        queue: &MessageQueue,
+    ) -> Option<i64> {
+        self.node(queue.broker_name(), role)?
             .offsets
             .get(&(group.to_owned(), queue.topic().to_owned(), queue.queue_id()))
             .copied()
@@ -662,14 +764,20 @@ impl SimCluster {
         self.bounds(queue).1
     }
 
+    /// The end of `queue` on its broker's slave: what it copied so far (0 without a slave).
+    pub fn slave_max_offset(&self, queue: &MessageQueue) -> i64 {
+        self.node(queue.broker_name(), Role::Slave)
+            .map_or(0, |s| s.store.bounds(queue.topic(), queue.queue_id()).1)
+    }
+
     /// The smallest live offset of `queue` (0 for an unknown queue).
     pub fn min_offset(&self, queue: &MessageQueue) -> i64 {
         self.bounds(queue).0
     }
 
     /// Expires the messages of `queue` below `min_offset` (as the broker's file cleanup
-    /// does): pulls before it answer `PULL_OFFSET_MOVED` to the new minimum, and send-back of
-    /// an expired message fails.
+    /// does, on its slave too): pulls before it answer `PULL_OFFSET_MOVED` to the new
+    /// minimum, and send-back of an expired message fails.
     ///
     /// # Panics
     ///
@@ -680,12 +788,22 @@ impl SimCluster {
             queue.queue_id(),
             min_offset,
         );
+        if let Some(slave) = self.slaves.get_mut(queue.broker_name()) {
+            slave
+                .node
+                .store
+                .truncate(queue.topic(), queue.queue_id(), min_offset);
+        }
     }
 
-    /// The client ids registered in `group` on `broker`, sorted.
+    /// The client ids registered in `group` on `broker` (its master), sorted.
     pub fn members(&self, broker: &str, group: &str) -> Vec<String> {
-        self.brokers
-            .get(broker)
+        self.members_on(broker, Role::Master, group)
+    }
+
+    /// The client ids registered in `group` on `broker`'s node in `role`, sorted.
+    pub fn members_on(&self, broker: &str, role: Role, group: &str) -> Vec<String> {
+        self.node(broker, role)
             .map(|b| b.groups.client_ids(group))
             .unwrap_or_default()
     }
@@ -722,10 +840,21 @@ impl SimCluster {
             .get(topic)
     }
 
-    /// The client holding `group`'s unexpired lock on `queue` at `now`.
+    /// The client holding `group`'s unexpired lock on `queue` at `now` (on its master).
     pub fn lock_owner(&self, group: &str, queue: &MessageQueue, now: Instant) -> Option<String> {
-        self.brokers
-            .get(queue.broker_name())?
+        self.lock_owner_on(Role::Master, group, queue, now)
+    }
+
+    /// The client holding `group`'s unexpired lock on `queue` at `now` on the node in `role`
+    /// of its broker.
+    pub fn lock_owner_on(
+        &self,
+        role: Role,
+        group: &str,
+        queue: &MessageQueue,
+        now: Instant,
+    ) -> Option<String> {
+        self.node(queue.broker_name(), role)?
             .locks
             .owner(group, queue, now, self.config.lock_lifetime)
             .map(str::to_owned)
@@ -757,7 +886,7 @@ impl SimCluster {
 
     /// The route the name server gives for `topic` now.
     pub fn route(&self, topic: &str) -> Option<TopicRouteData> {
-        namesrv::route(&self.brokers, &self.config, topic)
+        namesrv::route(&self.brokers, &self.slaves, &self.config, topic)
     }
 
     /// The topics `broker` has (retry and dead-letter topics included), sorted.
@@ -768,9 +897,14 @@ impl SimCluster {
             .unwrap_or_default()
     }
 
-    /// How many pulls `broker` holds (long polling).
+    /// How many pulls `broker`'s master holds (long polling).
     pub fn held_pulls(&self, broker: &str) -> usize {
-        self.brokers.get(broker).map_or(0, |b| b.holds.len())
+        self.held_pulls_on(broker, Role::Master)
+    }
+
+    /// How many pulls `broker`'s node in `role` holds (long polling).
+    pub fn held_pulls_on(&self, broker: &str, role: Role) -> usize {
+        self.node(broker, role).map_or(0, |b| b.holds.len())
     }
 
     /// How many delayed messages `broker` has not delivered yet.
@@ -792,22 +926,51 @@ impl SimCluster {
             .unwrap_or_else(|| panic!("no broker {broker:?} in the simulated cluster"))
     }
 
-    /// Runs `f` on broker `name` with an [`Env`] at `now`.
+    fn slave_mut(&mut self, broker: &str) -> &mut Slave {
+        self.slaves
+            .get_mut(broker)
+            .unwrap_or_else(|| panic!("broker {broker:?} has no slave in the simulated cluster"))
+    }
+
+    /// Broker `name`'s node in `role`.
+    fn node(&self, name: &str, role: Role) -> Option<&SimBroker> {
+        match role {
+            Role::Master => self.brokers.get(name),
+            Role::Slave => self.slaves.get(name).map(|s| &s.node),
+        }
+    }
+
+    /// Runs `f` on broker `name`'s master with an [`Env`] at `now`.
     fn with_broker<R>(
         &mut self,
         now: Instant,
         name: &str,
         f: impl FnOnce(&mut SimBroker, &mut Env<'_>) -> R,
     ) -> Option<R> {
+        self.with_node(now, name, Role::Master, f)
+    }
+
+    /// Runs `f` on broker `name`'s node in `role` with an [`Env`] at `now`.
+    fn with_node<R>(
+        &mut self,
+        now: Instant,
+        name: &str,
+        role: Role,
+        f: impl FnOnce(&mut SimBroker, &mut Env<'_>) -> R,
+    ) -> Option<R> {
         let Self {
             brokers,
+            slaves,
             config,
             rng,
             out,
             clock,
             ..
         } = self;
-        let broker = brokers.get_mut(name)?;
+        let broker = match role {
+            Role::Master => brokers.get_mut(name)?,
+            Role::Slave => &mut slaves.get_mut(name)?.node,
+        };
         let mut env = Env {
             now,
             clock: *clock,
@@ -818,12 +981,61 @@ impl SimCluster {
         Some(f(broker, &mut env))
     }
 
-    /// The broker process of `name` dies: its connections close.
-    fn crash(&mut self, name: &str) {
-        let closed = self.broker_mut(name).crash();
+    /// The process of broker `name`'s node in `role` dies: its connections close.
+    fn crash(&mut self, name: &str, role: Role) {
+        let closed = match role {
+            Role::Master => self.broker_mut(name).crash(),
+            Role::Slave => self.slave_mut(name).node.crash(),
+        };
         for conn in closed {
             self.conns.remove(&conn);
             self.out.close(conn);
+        }
+    }
+
+    /// The earliest timer of any node (a slave's copying and syncing included), and whose.
+    fn next_timer(&self) -> Option<(Instant, String, Role)> {
+        let expiry = self.config.channel_expired_timeout;
+        let masters = self
+            .brokers
+            .values()
+            .filter_map(|b| Some((b.next_timer(expiry)?, b.name.clone(), Role::Master)));
+        let slaves = self.slaves.iter().filter_map(|(name, slave)| {
+            let master = self.brokers.get(name)?;
+            let at = slave.next_timer(master, self.config.replication_lag, expiry)?;
+            Some((at, name.clone(), Role::Slave))
+        });
+        masters.chain(slaves).min()
+    }
+
+    /// Fires the timers of broker `name`'s node in `role` due at `at`; returns the
+    /// connections to close.
+    fn fire(&mut self, at: Instant, name: &str, role: Role) -> BTreeSet<ConnKey> {
+        let Self {
+            brokers,
+            slaves,
+            config,
+            rng,
+            out,
+            clock,
+            ..
+        } = self;
+        let mut env = Env {
+            now: at,
+            clock: *clock,
+            config,
+            rng,
+            out,
+        };
+        match role {
+            Role::Master => brokers
+                .get_mut(name)
+                .map(|broker| broker.fire(&mut env))
+                .unwrap_or_default(),
+            Role::Slave => match (slaves.get_mut(name), brokers.get(name)) {
+                (Some(slave), Some(master)) => slave.fire(&mut env, master, config.replication_lag),
+                _ => BTreeSet::new(),
+            },
         }
     }
 
@@ -834,16 +1046,7 @@ impl SimCluster {
             Some(latest) if latest > now => latest,
             _ => now,
         };
-        loop {
-            let next = self
-                .brokers
-                .values()
-                .filter_map(|b| {
-                    b.next_timer(self.config.channel_expired_timeout)
-                        .map(|at| (at, b.name.clone()))
-                })
-                .min();
-            let Some((due, name)) = next else { break };
+        while let Some((due, name, role)) = self.next_timer() {
             if due > now {
                 break;
             }
@@ -852,16 +1055,21 @@ impl SimCluster {
                 _ => due,
             };
             self.time = Some(at);
-            let expired = self
-                .with_broker(at, &name, |broker, env| broker.fire(env))
-                .unwrap_or_default();
+            let expired = self.fire(at, &name, role);
             for conn in expired {
                 self.conns.remove(&conn);
                 self.out.close(conn);
-                self.with_broker(at, &name, |broker, env| broker.connection_closed(env, conn));
+                self.with_node(at, &name, role, |broker, env| {
+                    broker.connection_closed(env, conn)
+                });
             }
         }
         self.time = Some(now);
         now
     }
+}
+
+/// The address of broker `name`'s slave.
+fn slave_addr(name: &str) -> String {
+    format!("{name}-s:{}", broker::BROKER_PORT)
 }

@@ -2,10 +2,17 @@
 //! from the brokers' topic tables at each request, so a topic (or a retry topic created by a
 //! heartbeat) is routed the moment a broker has it, and a broker that is down drops out of
 //! every route (the real name server unregisters a broker whose channel closes).
+//!
+//! A broker with a slave stays in a route while either node is up, listing the nodes that are
+//! (`brokerAddrs` `{0: master, 1: slave}`, or only one of them), with the queues of its
+//! master's topic table: 4.9's `RouteInfoManager` takes queue data from masters only
+//! (`registerBroker` with `brokerId == MASTER_ID`) and drops a broker name's queue data only
+//! when its last node unregisters, so a master that is down leaves its queues as it last
+//! registered them.
 
 use std::collections::BTreeMap;
 
-use proto::body::{BrokerData, MASTER_ID, QueueData, TopicRouteData};
+use proto::body::{BrokerData, QueueData, TopicRouteData};
 use proto::headers::GetRouteInfoRequest;
 use proto::{Command, RequestCode, ResponseCode};
 
@@ -13,6 +20,7 @@ use super::ConnKey;
 use super::SimConfig;
 use super::broker::{SimBroker, decode, error, not_supported, success};
 use super::outbox::Outbox;
+use super::slave::Slave;
 
 /// The default name server port (`NamesrvStartup`).
 pub(crate) const NAMESRV_PORT: u16 = 9876;
@@ -36,14 +44,15 @@ impl NameServer {
     pub(crate) fn handle(
         &self,
         brokers: &BTreeMap<String, SimBroker>,
+        slaves: &BTreeMap<String, Slave>,
         config: &SimConfig,
         out: &mut Outbox,
         conn: ConnKey,
         request: Command,
     ) {
         let response = match request.request_code() {
-            RequestCode::GET_ROUTEINFO_BY_TOPIC => route_info(brokers, config, &request),
-            RequestCode::GET_BROKER_CLUSTER_INFO => cluster_info(brokers, config),
+            RequestCode::GET_ROUTEINFO_BY_TOPIC => route_info(brokers, slaves, config, &request),
+            RequestCode::GET_BROKER_CLUSTER_INFO => cluster_info(brokers, slaves, config),
             other => not_supported(other),
         };
         out.respond(conn, &request, response);
@@ -54,6 +63,7 @@ impl NameServer {
 /// the request's version is at least `V4_9_4` or it asks for it, fastjson's form otherwise.
 fn route_info(
     brokers: &BTreeMap<String, SimBroker>,
+    slaves: &BTreeMap<String, Slave>,
     config: &SimConfig,
     request: &Command,
 ) -> Command {
@@ -61,7 +71,7 @@ fn route_info(
         Ok(header) => header,
         Err(response) => return response,
     };
-    let Some(route) = route(brokers, config, &header.topic) else {
+    let Some(route) = route(brokers, slaves, config, &header.topic) else {
         return error(
             ResponseCode::TOPIC_NOT_EXIST,
             format!(
@@ -79,51 +89,74 @@ fn route_info(
     success().with_body(body)
 }
 
-/// The route of `topic` over the brokers that are up and have it, by broker name.
+/// The route of `topic` over the brokers with a node up whose master has it, by broker name.
 pub(crate) fn route(
     brokers: &BTreeMap<String, SimBroker>,
+    slaves: &BTreeMap<String, Slave>,
     config: &SimConfig,
     topic: &str,
 ) -> Option<TopicRouteData> {
     let mut route = TopicRouteData::default();
-    for broker in brokers.values().filter(|b| !b.down) {
-        let Some(topic_config) = broker.store.topic(topic) else {
+    for (master, data) in live(brokers, slaves, config) {
+        let Some(topic_config) = master.store.topic(topic) else {
             continue;
         };
         route.queue_datas.push(QueueData {
-            broker_name: broker.name.clone(),
+            broker_name: master.name.clone(),
             read_queue_nums: topic_config.read_queue_nums,
             write_queue_nums: topic_config.write_queue_nums,
             perm: topic_config.perm,
             topic_sys_flag: 0,
         });
-        route.broker_datas.push(broker_data(broker, config));
+        route.broker_datas.push(data);
     }
     (!route.queue_datas.is_empty()).then_some(route)
 }
 
-fn broker_data(broker: &SimBroker, config: &SimConfig) -> BrokerData {
-    BrokerData {
-        cluster: config.cluster_name.clone(),
-        broker_name: broker.name.clone(),
-        broker_addrs: [(MASTER_ID, broker.addr.clone())].into(),
-        zone_name: None,
-        enable_acting_master: false,
-    }
+/// Each broker with a node up: its master, and its `BrokerData` listing the nodes up.
+fn live<'a>(
+    brokers: &'a BTreeMap<String, SimBroker>,
+    slaves: &'a BTreeMap<String, Slave>,
+    config: &'a SimConfig,
+) -> impl Iterator<Item = (&'a SimBroker, BrokerData)> + 'a {
+    brokers.values().filter_map(|master| {
+        let slave = slaves.get(&master.name).map(|s| &s.node);
+        let broker_addrs: BTreeMap<i64, String> = [Some(master), slave]
+            .into_iter()
+            .flatten()
+            .filter(|node| !node.down)
+            .map(|node| (node.role.broker_id(), node.addr.clone()))
+            .collect();
+        if broker_addrs.is_empty() {
+            return None;
+        }
+        let data = BrokerData {
+            cluster: config.cluster_name.clone(),
+            broker_name: master.name.clone(),
+            broker_addrs,
+            zone_name: None,
+            enable_acting_master: false,
+        };
+        Some((master, data))
+    })
 }
 
-/// `GET_BROKER_CLUSTER_INFO`: the brokers that are up, in one cluster (standard JSON).
-fn cluster_info(brokers: &BTreeMap<String, SimBroker>, config: &SimConfig) -> Command {
-    let live: Vec<&SimBroker> = brokers.values().filter(|b| !b.down).collect();
+/// `GET_BROKER_CLUSTER_INFO`: the brokers with a node up, in one cluster (standard JSON).
+fn cluster_info(
+    brokers: &BTreeMap<String, SimBroker>,
+    slaves: &BTreeMap<String, Slave>,
+    config: &SimConfig,
+) -> Command {
+    let live: Vec<(&SimBroker, BrokerData)> = live(brokers, slaves, config).collect();
     let addr_table: serde_json::Map<String, serde_json::Value> = live
         .iter()
-        .map(|b| {
-            let value = serde_json::to_value(broker_data(b, config))
+        .map(|(b, data)| {
+            let value = serde_json::to_value(data)
                 .expect("BrokerData serializes: string keys and plain values");
             (b.name.clone(), value)
         })
         .collect();
-    let names: Vec<&str> = live.iter().map(|b| b.name.as_str()).collect();
+    let names: Vec<&str> = live.iter().map(|(b, _)| b.name.as_str()).collect();
     let body = serde_json::json!({
         "brokerAddrTable": addr_table,
         "clusterAddrTable": { config.cluster_name.clone(): names },

@@ -5,6 +5,24 @@
 //! `min(maxMsgNums, 32)` matching messages (at least one; 256 KiB at most, as in memory),
 //! then the store status mapped to a response code (§4.3), the commit-offset bit applied on
 //! the first processing, and a suspended pull parked when nothing was found.
+//!
+//! On a broker with a slave (`slaveReadEnable=true`, on both nodes) every answer suggests the
+//! node to pull from next (`suggestWhichBrokerId`): the slave, id 1
+//! (`whichBrokerWhenConsumeSlowly`), when the read started farther behind the commit log's end
+//! than fits in memory (`DefaultMessageStore.getMessage` sets `suggestPullingFromSlave` when
+//! `maxOffsetPy - maxPhyOffsetPulling` exceeds `accessMessageInMemoryMaxRatio`, 40 %, of RAM;
+//! see [`SimConfig::in_memory_bytes`](super::SimConfig::in_memory_bytes)), else the group's
+//! `brokerId`, the master, id 0, whichever node answers: a slave sends a consumer that keeps
+//! up back to its master. Without a slave the answer is always 0.
+//!
+//! A slave (`brokerRole=SLAVE`, `offsetCheckInSlave=false`) reads its own copy and corrects
+//! nothing: an offset it has no message for keeps the request's offset as the next one
+//! (`nextOffsetCorrection`), and where a master would answer `PULL_OFFSET_MOVED` it answers
+//! `PULL_RETRY_IMMEDIATELY` suggesting the master (`PullMessageProcessor`: "none correction"),
+//! so a consumer ahead of a lagging slave is not moved back. It ignores the commit-offset bit
+//! (`storeOffsetEnable` needs a role other than `SLAVE`). It parks long polls as a master
+//! does, but what it copies from its master wakes none of them (`ReputMessageService`
+//! notifies arrivals only off a slave): the 5 s check finds them.
 
 use std::collections::BTreeSet;
 
@@ -14,7 +32,7 @@ use proto::headers::{PullMessageRequest, PullMessageResponse, pull_sys_flag};
 use proto::{Command, ResponseCode};
 
 use super::ConnKey;
-use super::broker::{SimBroker, decode, error, with_header};
+use super::broker::{Role, SimBroker, decode, error, with_header};
 use super::env::Env;
 use super::hold::HeldPull;
 
@@ -84,6 +102,8 @@ struct Read {
     min_offset: i64,
     max_offset: i64,
     body: BytesMut,
+    /// `suggestPullingFromSlave`: the read started farther behind than fits in memory.
+    behind: bool,
 }
 
 impl SimBroker {
@@ -144,11 +164,17 @@ impl SimBroker {
                     min_offset,
                     max_offset,
                     body: BytesMut::new(),
+                    behind: false,
                 }
             }
-            None => self.read(&header, &filter, env.config.max_transfer_count),
+            None => self.read(
+                &header,
+                &filter,
+                env.config.max_transfer_count,
+                env.config.in_memory_bytes,
+            ),
         };
-        let code = match read.status {
+        let mut code = match read.status {
             Status::Found => ResponseCode::SUCCESS,
             Status::NoMatchedMessage => ResponseCode::PULL_RETRY_IMMEDIATELY,
             Status::NoMessageInQueue if header.queue_offset != 0 => ResponseCode::PULL_OFFSET_MOVED,
@@ -158,8 +184,18 @@ impl SimBroker {
             }
         };
 
-        // `storeOffsetEnable`: only on the first processing, whatever the outcome.
-        if allow_suspend && has_commit {
+        let mut suggest = match (self.slave_read, read.behind) {
+            (true, true) => Role::Slave.broker_id(),
+            _ => Role::Master.broker_id(),
+        };
+        if self.role == Role::Slave && code == ResponseCode::PULL_OFFSET_MOVED {
+            code = ResponseCode::PULL_RETRY_IMMEDIATELY;
+            suggest = Role::Master.broker_id();
+        }
+
+        // `storeOffsetEnable`: only on the first processing, whatever the outcome; never on
+        // a slave.
+        if allow_suspend && has_commit && self.role == Role::Master {
             self.commit(
                 env,
                 (
@@ -199,7 +235,7 @@ impl SimBroker {
         Some(with_header(
             response,
             &PullMessageResponse {
-                suggest_which_broker_id: 0,
+                suggest_which_broker_id: suggest,
                 next_begin_offset: read.next_begin_offset,
                 min_offset: read.min_offset,
                 max_offset: read.max_offset,
@@ -275,24 +311,39 @@ impl SimBroker {
         Ok(subscription)
     }
 
-    /// `DefaultMessageStore.getMessage` on a master.
-    fn read(&self, header: &PullMessageRequest, filter: &TagFilter, max_count: usize) -> Read {
+    /// `DefaultMessageStore.getMessage`. `in_memory`: how far behind the commit log's end a
+    /// read may start without being [`Read::behind`].
+    fn read(
+        &self,
+        header: &PullMessageRequest,
+        filter: &TagFilter,
+        max_count: usize,
+        in_memory: Option<i64>,
+    ) -> Read {
         let (min_offset, max_offset) = self.store.bounds(&header.topic, header.queue_id);
         let offset = header.queue_offset;
+        // `nextOffsetCorrection`: a slave keeps the request's offset.
+        let correct = |corrected: i64| match self.role {
+            Role::Master => corrected,
+            Role::Slave => offset,
+        };
         let mut body = BytesMut::new();
+        let mut behind = false;
         let (status, next_begin_offset) = if max_offset == 0 {
-            (Status::NoMessageInQueue, 0)
+            (Status::NoMessageInQueue, correct(0))
         } else if offset < min_offset {
-            (Status::OffsetTooSmall, min_offset)
+            (Status::OffsetTooSmall, correct(min_offset))
         } else if offset == max_offset {
             (Status::OffsetOverflowOne, offset)
         } else if offset > max_offset {
-            (Status::OffsetOverflowBadly, max_offset)
+            (Status::OffsetOverflowBadly, correct(max_offset))
         } else {
             let queue = self.store.queue(&header.topic, header.queue_id);
             let max_msg_nums = usize::try_from(header.max_msg_nums).unwrap_or(0);
             let end = max_offset.min(offset.saturating_add(MAX_SCAN_ENTRIES));
             let (mut count, mut bytes, mut at) = (0usize, 0usize, offset);
+            // `maxPhyOffsetPulling`: where the last entry scanned lies in the commit log.
+            let mut last_scanned = None;
             while at < end {
                 let Some(message) = queue.and_then(|q| q.get(at)) else {
                     break;
@@ -307,6 +358,7 @@ impl SimBroker {
                     break;
                 }
                 at += 1;
+                last_scanned = Some(message.commit_log_offset);
                 if !filter.matches(message.tags_code) {
                     continue;
                 }
@@ -319,6 +371,9 @@ impl SimBroker {
             } else {
                 Status::NoMatchedMessage
             };
+            if let (Some(memory), Some(pulled)) = (in_memory, last_scanned) {
+                behind = self.store.commit_log_end().saturating_sub(pulled) > memory;
+            }
             (status, at)
         };
         Read {
@@ -327,6 +382,7 @@ impl SimBroker {
             min_offset,
             max_offset,
             body,
+            behind,
         }
     }
 }

@@ -6,7 +6,10 @@
 //! [`SimConfig::delay_levels`](super::SimConfig::delay_levels), 1 s ... 2 h by default, higher
 //! levels clamped to the last); when due it is written into its real queue with `REAL_TOPIC`
 //! and `REAL_QID` and without `DELAY`, as `ScheduleMessageService` does. Transactional
-//! (prepared) messages are refused: the simulator has no half-message store.
+//! (prepared) messages are refused: the simulator has no half-message store. A slave checks a
+//! send or send-back as its master would, then refuses to store it (4.9 has no earlier role
+//! check): sends get `SERVICE_NOT_AVAILABLE` (14), send-backs `SYSTEM_ERROR`
+//! `"SERVICE_NOT_AVAILABLE"`.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -76,6 +79,9 @@ impl SimBroker {
             Ok(queue_id) => queue_id,
             Err(response) => return response,
         };
+        if let Some(refused) = self.refuse_put() {
+            return refused;
+        }
         if request.body.len() > MAX_MESSAGE_SIZE {
             return error(
                 ResponseCode::MESSAGE_ILLEGAL,
@@ -206,6 +212,9 @@ impl SimBroker {
             }
             drafts.push(draft);
         }
+        if let Some(refused) = self.refuse_put() {
+            return refused;
+        }
         let mut first_offset = None;
         let mut ids = Vec::with_capacity(drafts.len());
         for draft in drafts {
@@ -270,6 +279,10 @@ impl SimBroker {
             let queues = u64::try_from(RETRY_QUEUE_NUMS).unwrap_or(1);
             (retry, i32::try_from(env.rng.below(queues)).unwrap_or(0))
         };
+        if self.refuse_put().is_some() {
+            // The put's status, as `asyncConsumerSendMsgBack` answers any failed put.
+            return error(ResponseCode::SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE");
+        }
         let draft = Draft {
             topic,
             queue_id,

@@ -157,6 +157,58 @@ impl Store {
             .expect("the message was pushed just above"))
     }
 
+    /// The end of the commit log (`CommitLog.getMaxOffset`): where the next record goes.
+    pub(crate) fn commit_log_end(&self) -> i64 {
+        self.next_commit_log_offset
+    }
+
+    /// The records from commit-log offset `from` on, in commit-log order, expired ones
+    /// included: what a slave copies (`HAService` streams the commit log as written).
+    pub(crate) fn records_from(&self, from: i64) -> impl Iterator<Item = &StoredMessageInfo> + '_ {
+        self.commit_log
+            .range(from..)
+            .filter_map(|(_, (topic, queue_id, queue_offset))| {
+                let queue = self.queues.get(&(topic.clone(), *queue_id))?;
+                queue.entries.get(usize::try_from(*queue_offset).ok()?)
+            })
+    }
+
+    /// Appends a copy of a master's record at the master's place (a slave's
+    /// `ReputMessageService` building its consume queues from the copied commit log): same
+    /// queue offset, commit-log offset and bytes. Records come in the master's commit-log
+    /// order, so each lands at its queue's end.
+    ///
+    /// # Panics
+    ///
+    /// When the record is not the next of its queue: copies came out of order, a simulator
+    /// bug.
+    pub(crate) fn append_copy(&mut self, record: &StoredMessageInfo) {
+        let key = (record.topic.clone(), record.queue_id);
+        let queue = self.queues.entry(key.clone()).or_default();
+        assert_eq!(
+            queue.max_offset(),
+            record.queue_offset,
+            "a copied record lands at its queue's end"
+        );
+        queue.entries.push(record.clone());
+        let len = i64::try_from(record.record().len()).unwrap_or(i64::MAX);
+        self.next_commit_log_offset = self
+            .next_commit_log_offset
+            .max(record.commit_log_offset.saturating_add(len));
+        self.commit_log.insert(
+            record.commit_log_offset,
+            (key.0, key.1, record.queue_offset),
+        );
+    }
+
+    /// Takes `master`'s topic table as it is (`SlaveSynchronize.syncTopicConfig`: cleared and
+    /// refilled when the master's data version differs).
+    pub(crate) fn sync_topics(&mut self, master: &Self) {
+        if self.topics != master.topics {
+            self.topics.clone_from(&master.topics);
+        }
+    }
+
     /// Parks `draft` in `SCHEDULE_TOPIC_XXXX` level `level` until `due`. Returns the schedule
     /// queue offset and the commit-log offset of the parked copy, which a send answers with.
     pub(crate) fn schedule(&mut self, draft: Draft, level: i32, due: Instant) -> (i64, i64) {

@@ -32,6 +32,16 @@ impl World {
         self.opened.get(addr).copied().unwrap_or(0)
     }
 
+    /// How many requests with `code` the consumers sent to `addr` so far (a broker node's
+    /// address tells master from slave).
+    pub fn requests_sent(&self, addr: &str, code: proto::RequestCode) -> usize {
+        self.sent
+            .get(addr)
+            .and_then(|codes| codes.get(&code))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// The origin of the virtual clock.
     pub fn epoch(&self) -> Instant {
         self.epoch

@@ -1,6 +1,8 @@
 //! The seeded faults: dropped and black-holed connections, broker restarts and outages, offset
-//! resets, `SYSTEM_BUSY`, `OFFSET_MOVED`, lost responses, slow handlers, members leaving, and
-//! (with [`WorldConfig::pauses`](super::WorldConfig::pauses)) queues paused by the application.
+//! resets, `SYSTEM_BUSY`, `OFFSET_MOVED`, lost responses, slow handlers, members leaving,
+//! (with [`WorldConfig::pauses`](super::WorldConfig::pauses)) queues paused by the application,
+//! and (with [`WorldConfig::slaves`](super::WorldConfig::slaves)) a master lost for minutes
+//! while its slave serves.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,6 +29,7 @@ impl World {
                     .iter()
                     .map(|b| self.cluster.broker_addr(b))
                     .collect();
+                addrs.extend(brokers.iter().filter_map(|b| self.cluster.slave_addr(b)));
                 addrs.push(self.cluster.namesrv_addr().to_owned());
                 let addr = addrs[self.rng.index(addrs.len())].clone();
                 let lasts = Duration::from_millis(2000 + self.rng.below(8000));
@@ -118,6 +121,41 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Schedules the loss of one master for 60 to 180 s, starting 5 to 55 s into the active
+    /// phase ([`WorldConfig::slaves`](super::WorldConfig::slaves)).
+    pub(super) fn schedule_master_loss(&mut self) {
+        let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
+        let broker = brokers[self.rng.index(brokers.len())].clone();
+        let active = self.config.active.as_millis() as u64;
+        let at = self.epoch
+            + Duration::from_millis(5000 + self.rng.below(active.saturating_sub(10_000)));
+        let lasts = Duration::from_millis(60_000 + self.rng.below(120_001));
+        self.outage_end = Some(at + lasts);
+        self.schedule(at, Ev::MasterLost(broker, lasts));
+    }
+
+    /// `broker`'s master is lost for `lasts` (a crash, as a short outage): its slave, still
+    /// in the route, serves its queues meanwhile. For the per-message wait bound the fault
+    /// lasts 30 s longer: no consumer can learn that the master is back before its next route
+    /// refresh (`route_refresh_interval`, Java's `pollNameServerInterval`, 30 s), and until
+    /// then it reads from the slave, which never gets what only the master holds.
+    pub(super) fn lose_master(&mut self, broker: &str, lasts: Duration) {
+        self.note(format!("fault: {broker}'s master lost for {lasts:?}"));
+        self.restarted_at.insert(broker.to_owned(), self.now);
+        self.lost_until.insert(broker.to_owned(), self.now + lasts);
+        self.cluster.set_broker_down(broker, true);
+        self.fault_lasts(lasts + Duration::from_secs(30));
+        let at = self.now + lasts;
+        self.schedule(at, Ev::MasterBack(broker.to_owned()));
+    }
+
+    /// The master lost by [`World::lose_master`] is back.
+    pub(super) fn master_back(&mut self, broker: &str) {
+        self.lost_until.remove(broker);
+        self.note(format!("{broker}'s master is back"));
+        self.cluster.set_broker_down(broker, false);
     }
 
     /// A member's application pauses one queue of `broker` for a few seconds.

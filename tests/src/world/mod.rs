@@ -80,15 +80,25 @@ pub struct WorldConfig {
     /// to 4 takes of 32), as a lite pull consumer's loop does; every message taken counts as
     /// consumed (auto-commit).
     pub poller: bool,
+    /// Every broker has a slave (`SimConfig::slaves`), copying its master this far behind
+    /// (`SimConfig::replication_lag`). With faults, one master is then also lost for 60 to
+    /// 180 s while its slave serves, and comes back; and messages are produced only to brokers
+    /// whose master is up, as a producer cannot write to a slave (Java's producers skip a
+    /// broker name without a master in its route).
+    pub slaves: Option<Duration>,
+    /// Adjusts the simulated cluster's configuration (after the world's own settings).
+    pub cluster_config: fn(SimConfig) -> SimConfig,
 }
 
 /// Clustering: how long any message may wait to be first consumed after it was produced or
 /// the last fault before its consumption ended, whichever is later (messages sent back for a
 /// delayed retry aside). A fault that loses answers lasts, for this, until a lost pull has
 /// timed out (`pull_timeout`, 30 s, Java's `CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND`): no client
-/// can know sooner on a live connection. What bounds it: a member that left is noticed at the next rebalance (20 s) at worst,
-/// and a connection dead without a FIN within the probe's 18 s. Measured over the 500 default
-/// seeds: at most 28.5 s (concurrent) and 17.7 s (poll mode).
+/// can know sooner on a live connection; a master lost while its slave serves
+/// ([`WorldConfig::slaves`]) lasts until 30 s after it is back, as no client learns of its
+/// return before its next route refresh. What bounds it: a member that left is noticed at the
+/// next rebalance (20 s) at worst, and a connection dead without a FIN within the probe's 18 s.
+/// Measured over the 500 default seeds: at most 28.5 s (concurrent) and 17.7 s (poll mode).
 pub const MESSAGE_WAIT_BOUND: Duration = Duration::from_secs(40);
 
 /// The same for orderly consumption, longer: a member that vanished without unlocking (its
@@ -127,6 +137,8 @@ impl WorldConfig {
             pauses: false,
             trace: false,
             poller: false,
+            slaves: None,
+            cluster_config: |c| c,
         }
     }
 }
@@ -139,9 +151,16 @@ impl WorldConfig {
     /// Every third seed runs with ACL on ([`WorldConfig::acl`]), across all of those; every
     /// fifth with a rate limit of 25 messages a second, and every other one with message trace.
     /// Every tenth (seeds ending in 9) runs in poll mode instead, its application polling
-    /// ([`WorldConfig::poller`]).
+    /// ([`WorldConfig::poller`]). Every seventh (3, 10, 17, ...: every mode and model, with and
+    /// without ACL, over the cycle) runs with slaves copying 0 to 300 ms behind and a master
+    /// lost for minutes ([`WorldConfig::slaves`]).
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
+        if seed % 7 == 3 {
+            let mut state = seed;
+            let lag = crate::sim::splitmix64(&mut state) % 301;
+            config.slaves = Some(Duration::from_millis(lag));
+        }
         config.acl = seed % 3 == 2;
         config.rate_limit = (seed % 5 == 3).then_some(25);
         config.pauses = seed % 7 == 5;
@@ -195,6 +214,10 @@ enum Ev {
     Fault,
     Join,
     BrokerUp(String),
+    /// This broker's master is lost for this long ([`WorldConfig::slaves`]).
+    MasterLost(String, Duration),
+    /// The lost master of this broker is back.
+    MasterBack(String),
     /// The partition of this address ends.
     Heal(String),
     /// Node `.0`'s application takes what is ready ([`WorldConfig::poller`]).
@@ -291,6 +314,13 @@ pub struct World {
     /// Connections the consumers asked for, by address.
     opened: BTreeMap<String, usize>,
     restarted_at: BTreeMap<String, Instant>,
+    /// Masters lost for minutes ([`Ev::MasterLost`]), and until when: no shorter outage
+    /// brings them back meanwhile.
+    lost_until: BTreeMap<String, Instant>,
+    /// When the scheduled master loss ends, if one is: the quiet phase starts no earlier.
+    outage_end: Option<Instant>,
+    /// Requests the consumers sent, by address and code.
+    sent: BTreeMap<String, BTreeMap<proto::RequestCode, usize>>,
     /// Addresses cut off from every client until the time given: connections to them carry
     /// nothing and new ones hang (`World::partition`).
     partitioned: BTreeMap<String, Partition>,
@@ -312,7 +342,11 @@ impl World {
         let epoch = Instant::now();
         let mut sim = SimConfig::new(epoch);
         sim.seed = config.seed;
-        let mut cluster = SimCluster::new(sim);
+        if let Some(lag) = config.slaves {
+            sim.slaves = sim.brokers.clone();
+            sim.replication_lag = lag;
+        }
+        let mut cluster = SimCluster::new((config.cluster_config)(sim));
         cluster.create_topic(&config.topic, config.queues_per_broker);
         if config.acl {
             cluster.require_signatures(SIM_ACCESS_KEY, SIM_SECRET_KEY);
@@ -338,6 +372,9 @@ impl World {
             key_addr: BTreeMap::new(),
             opened: BTreeMap::new(),
             restarted_at: BTreeMap::new(),
+            lost_until: BTreeMap::new(),
+            outage_end: None,
+            sent: BTreeMap::new(),
             partitioned: BTreeMap::new(),
             black_holed: BTreeSet::new(),
             produced_at: BTreeMap::new(),
@@ -365,6 +402,9 @@ impl World {
             }
             let at = world.epoch + active / 3;
             world.schedule(at, Ev::Join);
+            if world.config.slaves.is_some() {
+                world.schedule_master_loss();
+            }
         }
         world
     }
@@ -385,13 +425,18 @@ impl World {
         let active_end = self.epoch + self.config.active;
         self.run_until(active_end);
         // Quiet: long enough for a rebalance round, reconnects, redeliveries and long polls,
-        // and for poisoned messages to go through their delayed retries.
+        // and for poisoned messages to go through their delayed retries; counted from the end
+        // of a master loss that outlasts the active phase, as what only that master holds
+        // (and, orderly, its queues' locks) waits for it.
         let quiet = if self.config.poison_percent > 0 {
             150
         } else {
             90
         };
-        self.run_until(active_end + Duration::from_secs(quiet));
+        let quiet_from = self
+            .outage_end
+            .map_or(active_end, |end| end.max(active_end));
+        self.run_until(quiet_from + Duration::from_secs(quiet));
         // A message never handed back to the broker has no excuse to be late: it must be done
         // by the end of the quiet phase.
         if let Some(late) = self.late_without_retry() {
@@ -536,9 +581,19 @@ impl World {
             Ev::Heal(addr) => self.heal(&addr),
             Ev::Poll(i) => self.application_polls(i),
             Ev::BrokerUp(broker) => {
+                if self
+                    .lost_until
+                    .get(&broker)
+                    .is_some_and(|until| *until > now)
+                {
+                    // A short outage ends inside a master loss: the master stays lost.
+                    return;
+                }
                 self.note(format!("{broker} is up again"));
                 self.cluster.set_broker_down(&broker, false);
             }
+            Ev::MasterLost(broker, lasts) => self.lose_master(&broker, lasts),
+            Ev::MasterBack(broker) => self.master_back(&broker),
             Ev::Resume(i, queue) => {
                 self.note(format!("node {i} resumes {queue:?}"));
                 self.nodes[i].paused.remove(&queue);
@@ -552,8 +607,18 @@ impl World {
         if self.to_produce == 0 {
             return;
         }
+        let mut brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
+        if self.config.slaves.is_some() {
+            // A producer writes only to masters: a broker whose master is down is skipped, and
+            // with none up the send is tried again a second later.
+            brokers.retain(|b| !self.cluster.is_broker_down(b));
+            if brokers.is_empty() {
+                let at = self.now + Duration::from_secs(1);
+                self.schedule(at, Ev::Produce);
+                return;
+            }
+        }
         self.to_produce -= 1;
-        let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
         let queue_id = self.rng.below(self.config.queues_per_broker as u64) as i32;
         let body = Bytes::from(format!(

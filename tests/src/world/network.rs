@@ -70,6 +70,17 @@ impl World {
             }
             Output::Send { conn, command } => {
                 if let Some(&key) = self.nodes[i].keys.get(&conn) {
+                    if !command.is_response()
+                        && let Some(addr) = self.key_addr.get(&key)
+                    {
+                        let code = command.request_code();
+                        match self.sent.get_mut(addr) {
+                            Some(codes) => *codes.entry(code).or_default() += 1,
+                            None => {
+                                self.sent.insert(addr.clone(), [(code, 1)].into());
+                            }
+                        }
+                    }
                     let bytes = encode(&command, false);
                     let at = self.ordered_at(key, true);
                     self.schedule(at, Ev::ToCluster(key, bytes));
@@ -218,11 +229,11 @@ impl World {
                     .header::<proto::headers::ConsumerSendMsgBackRequest>()
                     .ok()
                     .map(|h| h.offset);
+                // A slave holds its master's records at the same commit-log offsets.
                 let broker = self.key_addr.get(&key).and_then(|addr| {
                     self.cluster
-                        .broker_names()
-                        .find(|b| self.cluster.broker_addr(b) == *addr)
-                        .map(str::to_owned)
+                        .node_at(addr)
+                        .map(|(broker, _)| broker.to_owned())
                 });
                 match (broker, offset) {
                     (Some(broker), Some(offset)) => self
