@@ -58,7 +58,7 @@
 //!   rather than on Java's 10 s scan.
 //! - A slave copies its master asynchronously and serves reads; it refuses writes, answers
 //!   pulls without correcting offsets, and keeps its own members, locks and offsets, which
-//!   its master's replace every 10 s (see [`slave`] and [`pull`]). A route lists a broker
+//!   its master's replace every 10 s (see `slave.rs` and `pull.rs`). A route lists a broker
 //!   while either node is up, with the nodes that are up; its queues are those its master
 //!   last registered (4.9's name server keeps a broker's queue data while any of its nodes
 //!   is registered, and only the master registers queue data).
@@ -154,7 +154,7 @@ pub struct SimConfig {
     /// a crash loses the commits since the last write. `None`: every commit survives.
     pub offset_flush_interval: Option<Duration>,
     /// The brokers (of [`SimConfig::brokers`]) that have a slave, at `<name>-s:10911` (see
-    /// [`slave`]). None by default.
+    /// `slave.rs`). None by default.
     pub slaves: Vec<String>,
     /// How long after its master stored a message a slave holds it (`HAService` under
     /// `ASYNC_MASTER`: a master lost within this of a write takes the write down with it).
