@@ -77,27 +77,24 @@ pub(crate) fn interpret(
     match code {
         ResponseCode::SUCCESS => {
             let batch = decode_messages(&response.body, &DecodeOptions::default());
+            // A static topic's logical queue: the broker answers the offsets of the physical
+            // queue that serves it, and how far the logical ones are from them
+            // (`PullAPIWrapper.processPullResult` adds it to every message's offset; the
+            // response's next offset is logical already, `rewriteResponseForStaticTopic`).
+            let offset_delta = header.offset_delta.unwrap_or(0);
             let corrupt = batch.error.map(|e| {
-                let resume = batch
-                    .messages
-                    .last()
-                    .map_or(requested_offset, |m| m.queue_offset() + 1);
+                let resume = batch.messages.last().map_or(requested_offset, |m| {
+                    m.queue_offset()
+                        .saturating_add(offset_delta)
+                        .saturating_add(1)
+                });
                 (e.to_string(), resume)
             });
-            let offset_delta = header.offset_delta.unwrap_or(0);
             // Only a subscription naming tags filters; skip the per-message lookup otherwise.
             let tag_filter =
                 subscription.filter(|s| !s.tags_set.is_empty() && !s.class_filter_mode);
             let mut messages = Vec::with_capacity(batch.messages.len());
             for mut message in batch.messages {
-                if offset_delta != 0 {
-                    // Static topics: Java adds offsetDelta to every queue offset; we do not
-                    // support logic queues, so refuse rather than mis-number.
-                    return PullOutcome::Failed {
-                        code,
-                        remark: Some("static-topic offsetDelta is not supported".into()),
-                    };
-                }
                 if let Some(sub) = tag_filter
                     && !sub.accepts_tag(message.tags())
                 {
@@ -108,6 +105,10 @@ pub(crate) fn interpret(
                 {
                     let original = original.to_owned();
                     message.set_topic(original);
+                }
+                if offset_delta != 0 {
+                    let logical = message.queue_offset().saturating_add(offset_delta);
+                    message.set_queue_offset(logical);
                 }
                 messages.push(message);
             }
@@ -295,5 +296,46 @@ mod tests {
         assert_eq!(messages.len(), 1);
         assert_eq!(next_offset, 6, "pull again from the bad record");
         assert!(corrupt.is_some());
+    }
+
+    /// A static topic's logical queue (5.x): the broker answers the physical queue's records
+    /// and how far the logical offsets are from them; the messages carry logical offsets, as
+    /// Java's `PullAPIWrapper.processPullResult` makes them, and so does the resume point
+    /// after a bad record.
+    #[test]
+    fn a_static_topic_delta_moves_every_offset() {
+        let with_delta = |body: bytes::Bytes, next: i64| {
+            let mut command = response(ResponseCode::SUCCESS, next, body);
+            let mut header: PullMessageResponse = command.header().expect("a pull response header");
+            header.offset_delta = Some(1_000);
+            command.ext_fields = header.to_ext_fields();
+            command
+        };
+        let good = body(&[("T", 5, None, &[]), ("T", 6, None, &[])]);
+        let outcome = interpret(&with_delta(good.clone(), 1_007), 1_005, None, "r");
+        let PullOutcome::Found {
+            messages,
+            next_offset,
+            ..
+        } = outcome
+        else {
+            panic!("expected Found, got {outcome:?}");
+        };
+        let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset()).collect();
+        assert_eq!(offsets, [1_005, 1_006]);
+        assert_eq!(next_offset, 1_007);
+        assert!(messages.iter().all(|m| m.topic() == "T" && m.body() == "x"));
+
+        let mut bytes = BytesMut::from(&good[..]);
+        let second = bytes.len() / 2;
+        bytes[second + 4] ^= 0xFF;
+        let outcome = interpret(&with_delta(bytes.freeze(), 1_007), 1_005, None, "r");
+        let PullOutcome::Found { next_offset, .. } = outcome else {
+            panic!("expected Found, got {outcome:?}");
+        };
+        assert_eq!(
+            next_offset, 1_006,
+            "pull again from the bad record, logically"
+        );
     }
 }

@@ -202,6 +202,21 @@ impl Message {
         *self = Self::rebuilt(record, self.body.clone(), &topic, &properties);
     }
 
+    /// Replaces the queue offset, as Java's consumer does for a static topic's logical queue
+    /// (`PullAPIWrapper.processPullResult` adds the pull response's `offsetDelta`). Copies the
+    /// record header, topic and property string into a new buffer.
+    pub fn set_queue_offset(&mut self, offset: i64) {
+        let topic = self.topic().as_bytes().to_vec();
+        let properties = self.raw_properties().to_vec();
+        let mut header = self.header().to_vec();
+        if let Some(field) = header.get_mut(layout::QUEUE_OFFSET..layout::QUEUE_OFFSET + 8) {
+            field.copy_from_slice(&offset.to_be_bytes());
+        }
+        let mut record = Vec::with_capacity(header.len() + topic.len() + properties.len());
+        record.extend_from_slice(&header);
+        *self = Self::rebuilt(record, self.body.clone(), &topic, &properties);
+    }
+
     /// Removes property `name`, returning whether it was there. Rewrites the record when it
     /// was.
     pub fn remove_property(&mut self, name: &str) -> bool {
