@@ -71,7 +71,15 @@ impl World {
             .rate_limit
             .map(consumer_core::rate::RateLimit::messages);
         config.trace = self.config.trace;
+        if let Some((queue, total)) = self.config.cache_limits {
+            config.max_cached_messages_per_queue = queue;
+            config.max_cached_messages_total = total;
+        }
         let config = adjust((self.config.consumer_config)(config));
+        let cache_limits = (
+            config.max_cached_messages_per_queue,
+            config.max_cached_messages_total,
+        );
         let unix_ms = self.cluster.wall_millis(self.now);
         let mut consumer = Consumer::new(
             config,
@@ -99,6 +107,7 @@ impl World {
             revoking: Vec::new(),
             traces: Vec::new(),
             paused: BTreeSet::new(),
+            cache_limits,
         });
         self.note(format!("node {index} starts"));
         if self.config.poller {

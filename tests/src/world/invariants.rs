@@ -46,25 +46,34 @@ impl World {
     }
 
     pub(super) fn check_invariants(&mut self) {
+        // A queue is pulled only while it caches less than its limit (and the consumer less than
+        // its own), so one pull's batch over either is the most there can be.
         let batch = 32;
+        let mut most = self.cached_at_most;
         for (i, node) in self.nodes.iter().enumerate() {
             if node.consumer.is_closed() {
                 continue;
             }
+            let (queue_limit, total_limit) = node.cache_limits;
             let stats = node.consumer.stats();
             let total: usize = stats.queues.iter().map(|q| q.cached_messages).sum();
+            most.1 = most.1.max(total);
             for q in &stats.queues {
-                if q.cached_messages > 1000 + batch {
+                most.0 = most.0.max(q.cached_messages);
+                if q.cached_messages > queue_limit + batch {
                     self.fail(&format!(
-                        "node {i} caches {} messages of {:?}",
+                        "node {i} caches {} messages of {:?} (limit {queue_limit})",
                         q.cached_messages, q.queue
                     ));
                 }
             }
-            if total > 10_000 + batch * stats.queues.len().max(1) {
-                self.fail(&format!("node {i} caches {total} messages in all"));
+            if total > total_limit + batch * stats.queues.len().max(1) {
+                self.fail(&format!(
+                    "node {i} caches {total} messages in all (limit {total_limit})"
+                ));
             }
         }
+        self.cached_at_most = most;
         // A committed offset never passes a message that was neither consumed nor safely
         // handed back to the broker for a retry: on the master, nor on its slave (which takes
         // commits while the master is down).

@@ -40,8 +40,10 @@ pub struct WorldConfig {
     pub queues_per_broker: i32,
     /// Consumers at the start.
     pub consumers: usize,
-    /// Messages produced, spread over the first half of the run.
+    /// Messages produced, spread over the first half of the run (or [`WorldConfig::burst`]).
     pub messages: usize,
+    /// All messages produced within this long of the start instead, so caches fill.
+    pub burst: Option<Duration>,
     /// How long faults and production go on.
     pub active: Duration,
     /// One-way network latency range.
@@ -88,6 +90,11 @@ pub struct WorldConfig {
     pub slaves: Option<Duration>,
     /// Adjusts the simulated cluster's configuration (after the world's own settings).
     pub cluster_config: fn(SimConfig) -> SimConfig,
+    /// Small cache limits for every consumer, `(per queue, consumer-wide)` messages
+    /// (`max_cached_messages_per_queue`, `max_cached_messages_total`), so that the runs reach
+    /// them and the invariants that bound the caches can fail: each limit given must have been
+    /// reached by the end of the run, or the run fails.
+    pub cache_limits: Option<(usize, usize)>,
 }
 
 /// Clustering: how long any message may wait to be first consumed after it was produced or
@@ -139,6 +146,8 @@ impl WorldConfig {
             poller: false,
             slaves: None,
             cluster_config: |c| c,
+            cache_limits: None,
+            burst: None,
         }
     }
 }
@@ -160,6 +169,19 @@ impl WorldConfig {
             let mut state = seed;
             let lag = crate::sim::splitmix64(&mut state) % 301;
             config.slaves = Some(Duration::from_millis(lag));
+        }
+        // Caches that fill: a small per-queue limit, or a small consumer-wide one, and a
+        // backlog big enough to reach it.
+        match seed % 11 {
+            4 => config.cache_limits = Some((8, 10_000)),
+            8 => config.cache_limits = Some((1_000, 12)),
+            _ => {}
+        }
+        if config.cache_limits.is_some() {
+            // Produced faster than handled: a backlog the pulls bring in whole batches.
+            config.messages = 300;
+            config.burst = Some(Duration::from_millis(200));
+            config.handler_time = (Duration::from_millis(20), Duration::from_millis(60));
         }
         config.acl = seed % 3 == 2;
         config.rate_limit = (seed % 5 == 3).then_some(25);
@@ -279,6 +301,8 @@ pub struct Node {
     pub traces: Vec<(Instant, proto::trace::TraceRecord)>,
     /// Queues the node's application paused and has not resumed.
     pub paused: BTreeSet<MessageQueue>,
+    /// Its cache limits, per queue and consumer-wide (messages).
+    pub cache_limits: (usize, usize),
 }
 
 /// The simulated world.
@@ -317,6 +341,8 @@ pub struct World {
     /// Masters lost for minutes ([`Ev::MasterLost`]), and until when: no shorter outage
     /// brings them back meanwhile.
     lost_until: BTreeMap<String, Instant>,
+    /// The most messages any consumer cached of one queue, and in all.
+    pub cached_at_most: (usize, usize),
     /// When the scheduled master loss ends, if one is: the quiet phase starts no earlier.
     outage_end: Option<Instant>,
     /// Requests the consumers sent, by address and code.
@@ -373,6 +399,7 @@ impl World {
             opened: BTreeMap::new(),
             restarted_at: BTreeMap::new(),
             lost_until: BTreeMap::new(),
+            cached_at_most: (0, 0),
             outage_end: None,
             sent: BTreeMap::new(),
             partitioned: BTreeMap::new(),
@@ -389,9 +416,9 @@ impl World {
             world.add_consumer();
         }
         let active = world.config.active;
+        let over = world.config.burst.unwrap_or(active / 2);
         for i in 0..world.config.messages {
-            let at =
-                world.epoch + active.mul_f64(i as f64 / world.config.messages.max(1) as f64 / 2.0);
+            let at = world.epoch + over.mul_f64(i as f64 / world.config.messages.max(1) as f64);
             world.schedule(at, Ev::Produce);
         }
         if world.config.faults {
@@ -481,6 +508,21 @@ impl World {
         }
         if self.config.trace {
             self.check_traces();
+        }
+        if let Some((queue, total)) = self.config.cache_limits {
+            let (most_queue, most_total) = self.cached_at_most;
+            let reached = if queue < total {
+                most_queue >= queue
+            } else {
+                most_total >= total
+            };
+            self.fail_if(
+                !reached,
+                &format!(
+                    "the cache limits {queue} per queue and {total} in all were never reached \
+                     (at most {most_queue} and {most_total}): the cache bounds proved nothing"
+                ),
+            );
         }
     }
 

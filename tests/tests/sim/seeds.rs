@@ -13,6 +13,10 @@
 //! seventh (3, 10, 17, ...) gives each broker a slave and loses one master for 60 to 180 s
 //! while its slave serves: the same invariants hold, committed offsets on the slaves included,
 //! and the per-message wait bound counts from 30 s after the master is back (a route refresh).
+//! Seeds 4 and 8 of every eleven give the consumers small cache limits (8 messages a queue, or
+//! 12 in all) and a 300-message burst handled slower than it arrives, so the caches fill: no
+//! cache may pass its limit by more than one pull batch, and the run fails if the limit was
+//! never reached (without the flow control, a queue cached 64 and a consumer 99).
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 500); `SIM_SEED=s` runs only seed `s`.
 
