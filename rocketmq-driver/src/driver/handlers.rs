@@ -3,7 +3,6 @@
 //! delivery ([`Inline`]).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use consumer_core::{ConsumeOutcome, Consumer, Delivery};
@@ -11,7 +10,7 @@ use futures_channel::mpsc;
 use futures_util::FutureExt;
 
 use crate::input::{Handler, Input};
-use crate::runtime::{BoxFuture, Runtime};
+use crate::runtime::Runtime;
 
 /// The handler, and where and how its deliveries run.
 pub(super) struct Handlers<R: Runtime> {
@@ -64,33 +63,49 @@ impl<R: Runtime> Handlers<R> {
             return;
         };
         let Delivery { id, messages, .. } = delivery;
-        let handler = Arc::clone(handler);
-        let mut run: BoxFuture<ConsumeOutcome> = Box::pin(
-            AssertUnwindSafe(async move { handler(messages).await })
-                .catch_unwind()
-                .map(|outcome| outcome.unwrap_or(ConsumeOutcome::ReconsumeLater)),
-        );
+        // The handler's own future, made here (a handler that panics making it, or later,
+        // answers ReconsumeLater).
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| handler(messages)));
+        let Ok(mut run) = made else {
+            consumer.complete(self.runtime.now(), id, ConsumeOutcome::ReconsumeLater);
+            return;
+        };
         if self.inline.try_take() {
             // The first poll here: a handler that finishes without waiting costs no task, no
             // hand-off to another thread and no completion message. One that waits continues
             // on its own task, whose first poll registers its waker. One clock read a
             // delivery: its time counts from the end of the one before in this pass (or the
             // pass's start), so the consumer's own small share of each is counted too.
-            let started = self.inline.last_end.unwrap_or_else(|| self.runtime.now());
-            let polled = run.as_mut().poll(&mut Context::from_waker(
-                futures_util::task::noop_waker_ref(),
-            ));
+            let started = self
+                .inline
+                .last_end
+                .unwrap_or_else(|| self.runtime.now());
+            let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                run.as_mut().poll(&mut Context::from_waker(
+                    futures_util::task::noop_waker_ref(),
+                ))
+            }));
             let now = self.runtime.now();
             self.inline.last_end = Some(now);
             self.inline.took(now.saturating_duration_since(started));
-            if let Poll::Ready(outcome) = polled {
-                consumer.complete(now, id, outcome);
-                return;
+            match polled {
+                Ok(Poll::Ready(outcome)) => {
+                    consumer.complete(now, id, outcome);
+                    return;
+                }
+                Err(_) => {
+                    consumer.complete(now, id, ConsumeOutcome::ReconsumeLater);
+                    return;
+                }
+                Ok(Poll::Pending) => {}
             }
         }
         let inputs = self.inputs.clone();
         self.runtime.spawn(Box::pin(async move {
-            let outcome = run.await;
+            let outcome = AssertUnwindSafe(run)
+                .catch_unwind()
+                .await
+                .unwrap_or(ConsumeOutcome::ReconsumeLater);
             let _ = inputs.unbounded_send(Input::Completed(id, outcome));
         }));
     }
