@@ -88,7 +88,7 @@ impl PopSpawned {
             inputs,
             done,
         };
-        runtime.spawn(Box::pin(tracing::Instrument::instrument(
+        runtime.spawn_driver(Box::pin(tracing::Instrument::instrument(
             driver.run(),
             span,
         )));

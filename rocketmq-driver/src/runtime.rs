@@ -26,6 +26,14 @@ pub trait Runtime: Clone + Default + Send + Sync + 'static {
     /// Runs `task` in the background; nothing joins it.
     fn spawn(&self, task: BoxFuture<()>);
 
+    /// Runs a client's driver task in the background: the task that owns a state machine and
+    /// reads and writes its sockets, woken by little else. By default it is spawned as any
+    /// task; a runtime whose sockets' readiness is seen on another thread than the one a task
+    /// runs on may give it a thread of its own that waits on the sockets itself (smol does).
+    fn spawn_driver(&self, task: BoxFuture<()>) {
+        self.spawn(task);
+    }
+
     /// Opens a TCP connection to `addr` (`host:port`, resolved by the runtime).
     fn connect(&self, addr: String) -> BoxFuture<io::Result<Self::Stream>>;
 }

@@ -69,6 +69,7 @@
 //! `smol::block_on`, from async-std's `task::block_on` or `#[async_std::main]`, or from a plain
 //! thread. Sockets and timers are `async-io`'s, driven by its reactor thread.
 
+use std::sync::{Arc, Mutex};
 use std::{io, time::Instant};
 
 use driver::BoxFuture;
@@ -132,6 +133,30 @@ impl Runtime for SmolRuntime {
 
     fn spawn(&self, task: BoxFuture<()>) {
         smol::spawn(task).detach();
+    }
+
+    /// On a thread of its own that drives `async-io`'s reactor while the task waits
+    /// (`smol::block_on`): a socket's readiness then wakes the task where it runs, where on the
+    /// global executor every pull answer would wake an executor thread from the reactor's. The
+    /// handlers it spawns still run on the global executor's threads.
+    fn spawn_driver(&self, task: BoxFuture<()>) {
+        // Kept reachable, so that a thread that cannot be made leaves the task to the executor.
+        let slot = Arc::new(Mutex::new(Some(task)));
+        let mine = Arc::clone(&slot);
+        let started = std::thread::Builder::new()
+            .name("rocketmq-driver".to_owned())
+            .spawn(move || {
+                let task = mine.lock().ok().and_then(|mut slot| slot.take());
+                if let Some(task) = task {
+                    smol::block_on(task);
+                }
+            });
+        if started.is_err() {
+            let task = slot.lock().ok().and_then(|mut slot| slot.take());
+            if let Some(task) = task {
+                smol::spawn(task).detach();
+            }
+        }
     }
 
     fn connect(&self, addr: String) -> BoxFuture<io::Result<TcpStream>> {

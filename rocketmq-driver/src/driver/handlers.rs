@@ -76,10 +76,7 @@ impl<R: Runtime> Handlers<R> {
             // on its own task, whose first poll registers its waker. One clock read a
             // delivery: its time counts from the end of the one before in this pass (or the
             // pass's start), so the consumer's own small share of each is counted too.
-            let started = self
-                .inline
-                .last_end
-                .unwrap_or_else(|| self.runtime.now());
+            let started = self.inline.last_end.unwrap_or_else(|| self.runtime.now());
             let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 run.as_mut().poll(&mut Context::from_waker(
                     futures_util::task::noop_waker_ref(),

@@ -43,7 +43,7 @@ pub(super) fn spawn<R: Runtime>(
     let (inputs_tx, inputs) = mpsc::unbounded();
     let span = tracing::info_span!("rocketmq_producer", group = %core.config().group);
     let task = run(runtime.clone(), core, tls, inputs);
-    runtime.spawn(Box::pin(tracing::Instrument::instrument(task, span)));
+    runtime.spawn_driver(Box::pin(tracing::Instrument::instrument(task, span)));
     inputs_tx
 }
 

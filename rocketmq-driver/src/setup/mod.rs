@@ -277,7 +277,7 @@ impl Checked {
             hooks: self.setup.hooks.clone(),
             traces: self.trace_queue::<R>(),
         };
-        runtime.spawn(Box::pin(driver.run().instrument(span)));
+        runtime.spawn_driver(Box::pin(driver.run().instrument(span)));
         #[cfg(feature = "metrics")]
         if let Some(every) = self.setup.metrics {
             runtime.spawn(Box::pin(crate::metrics::run(
