@@ -180,7 +180,7 @@ impl SteadyConsumer {
     ///
     /// When the consumer asks for something else, or does not end up pulling every queue.
     pub fn new(config: rocketmq_consumer_core::ConsumerConfig) -> Self {
-        use rocketmq_consumer_core::{Consumer, Output};
+        use rocketmq_consumer_core::{Consumer, Output, Wire};
         use rocketmq_proto::body::{
             BrokerData, ConsumerListBody, MASTER_ID, PERM_READ, PERM_WRITE, QueueData,
             TopicRouteData,
@@ -223,13 +223,13 @@ impl SteadyConsumer {
         let mut pull_opaques = vec![None; CORE_QUEUES as usize];
         while let Some(output) = consumer.poll_output() {
             match output {
-                Output::Connect { conn, addr } => {
+                Output::Wire(Wire::Connect { conn, addr }) => {
                     if addr == CORE_BROKER_ADDR {
                         broker_conn = Some(conn);
                     }
                     consumer.handle_connected(now, conn);
                 }
-                Output::Send { conn, command } => {
+                Output::Wire(Wire::Send { conn, command }) => {
                     let success = Command::response(ResponseCode::SUCCESS, command.opaque);
                     let answer = match command.request_code() {
                         RequestCode::GET_ROUTEINFO_BY_TOPIC => {
@@ -325,7 +325,7 @@ impl SteadyConsumer {
     /// Drains the outputs and completes deliveries until there are none left; returns the
     /// number of messages delivered.
     fn drain_and_complete(&mut self) -> usize {
-        use rocketmq_consumer_core::{ConsumeOutcome, Output};
+        use rocketmq_consumer_core::{ConsumeOutcome, Output, Wire};
         use rocketmq_proto::RequestCode;
 
         let mut delivered = 0;
@@ -337,12 +337,12 @@ impl SteadyConsumer {
                         delivered += delivery.messages.len();
                         completions.push(delivery.id);
                     }
-                    Output::Send { command, .. }
+                    Output::Wire(Wire::Send { command, .. })
                         if command.request_code() == RequestCode::PULL_MESSAGE =>
                     {
                         self.pull_opaques[pull_queue(&command)] = command.opaque;
                     }
-                    Output::Send { command, .. } if command.is_oneway() => {}
+                    Output::Wire(Wire::Send { command, .. }) if command.is_oneway() => {}
                     Output::Event(_) => {}
                     other => panic!("unexpected output in the steady state: {other:?}"),
                 }

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use rocketmq_consumer_core::rate::RateLimit;
 use rocketmq_consumer_core::{
     ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, MessageModel,
-    Output, Polled,
+    Output, Polled, Wire,
 };
 use rocketmq_proto::body::{
     BrokerData, ConsumerListBody, LockBatchRequestBody, LockBatchResponseBody, QueueData,
@@ -284,8 +284,8 @@ pub fn check(data: &[u8]) {
     for _ in 0..400 {
         while let Some(output) = consumer.poll_output() {
             match output {
-                Output::Connect { conn, .. } => conns.push(conn),
-                Output::Send { conn, command }
+                Output::Wire(Wire::Connect { conn, .. }) => conns.push(conn),
+                Output::Wire(Wire::Send { conn, command })
                     if !command.is_oneway() && !command.is_response() =>
                 {
                     requests.push((conn, command))

@@ -8,15 +8,15 @@
 //!   [`Consumer::handle_disconnected`], [`Consumer::handle_command`] (every frame that arrives),
 //!   [`Consumer::handle_timeout`]; and the application's [`Consumer::subscribe`],
 //!   [`Consumer::complete`], [`Consumer::shutdown`];
-//! - outputs, drained after every input: [`Consumer::poll_output`] ([`Output::Connect`],
-//!   [`Output::Send`], [`Output::Close`], [`Output::Deliver`], [`Output::Event`]) and
+//! - outputs, drained after every input: [`Consumer::poll_output`] ([`Output::Wire`]: open,
+//!   write or close a connection; [`Output::Deliver`], [`Output::Event`], ...) and
 //!   [`Consumer::poll_timeout`], the time at which to call `handle_timeout` next.
 //!
 //! Time must not go backwards between calls; calling `handle_timeout` early is harmless.
 //!
 //! ```no_run
 //! use std::time::{Instant, SystemTime, UNIX_EPOCH};
-//! use rocketmq_consumer_core::{Consumer, ConsumerConfig, Output};
+//! use rocketmq_consumer_core::{Consumer, ConsumerConfig, Output, Wire};
 //!
 //! let config = ConsumerConfig::new("my-group", vec!["127.0.0.1:9876".into()]);
 //! let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
@@ -25,8 +25,8 @@
 //! loop {
 //!     while let Some(output) = consumer.poll_output() {
 //!         match output {
-//!             Output::Connect { .. } => { /* open a socket, then handle_connected */ }
-//!             Output::Send { .. } => { /* frame::encode and write it */ }
+//!             Output::Wire(Wire::Connect { .. }) => { /* open a socket, then handle_connected */ }
+//!             Output::Wire(Wire::Send { .. }) => { /* frame::encode and write it */ }
 //!             Output::Deliver(delivery) => { /* run the handler, then complete(..) */ }
 //!             _ => {}
 //!         }
@@ -69,7 +69,7 @@ pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageM
 pub use consumer::{Consumer, RETRY_TOPIC_PREFIX};
 pub use output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled, RequestId,
-    ShutdownReport,
+    ShutdownReport, Wire,
 };
 pub use pop::{PopConfig, PopConsumer, PopMode};
 pub use proto::MessageQueue;

@@ -9,8 +9,8 @@
 //! - its requests in flight ([`InFlight`]): opaques, kinds `K`, deadlines;
 //! - its own deadlines (a request's answer, a connection's opening), which the client folds
 //!   into its `poll_timeout` ([`Link::poll_timeout`]) and fires with [`Link::next_due`];
-//! - the work it gives the driver on the connections ([`Wire`], through the client's
-//!   `poll_output`).
+//! - the work it gives the driver on the connections ([`Wire`], which the client hands out
+//!   first in its `poll_output`).
 //!
 //! The client asks it to send ([`Link::request`], [`Link::oneway`]), tells it what happened
 //! ([`Link::connected`], [`Link::answered`], [`Link::disconnected`]) and takes from it the
@@ -24,22 +24,10 @@ use std::time::{Duration, Instant};
 use proto::Command;
 
 use crate::conn::{Connections, Route};
-use crate::output::ConnId;
+use crate::output::{ConnId, Wire};
 use crate::requests::{InFlight, Pending, Placement};
 use crate::stats::ConnectionStats;
 use crate::timer::TimerQueue;
-
-/// Work on the connections, for the driver (each client hands these out as its own output's
-/// `Connect`, `Send` and `Close`).
-#[derive(Debug)]
-pub(crate) enum Wire {
-    /// Open a connection to `addr`.
-    Connect { conn: ConnId, addr: String },
-    /// Write `command` on `conn`.
-    Send { conn: ConnId, command: Command },
-    /// Close `conn`.
-    Close { conn: ConnId },
-}
 
 /// The rules of a link: the client's configuration of them.
 #[derive(Clone, Copy, Debug)]

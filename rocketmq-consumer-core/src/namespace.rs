@@ -173,11 +173,7 @@ impl Namespace {
             // `load_offsets` takes them back as they were stored.
             // Trace records name the group without its namespace already (Java's hook does the
             // same) and carry no queue.
-            other @ (Output::Connect { .. }
-            | Output::Send { .. }
-            | Output::Close { .. }
-            | Output::StoreOffsets(_)
-            | Output::Trace(_)) => other,
+            other @ (Output::Wire(_) | Output::StoreOffsets(_) | Output::Trace(_)) => other,
         }
     }
 

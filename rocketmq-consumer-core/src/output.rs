@@ -5,7 +5,7 @@ use proto::{Command, MessageQueue, ResponseCode};
 
 use crate::id::Epoch;
 
-/// A connection, named by the consumer. The driver opens it on [`Output::Connect`] and reports
+/// A connection, named by the consumer. The driver opens it on [`Wire::Connect`] and reports
 /// its fate with `handle_connected` / `handle_disconnected`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnId(pub u64);
@@ -95,26 +95,8 @@ pub struct Polled {
 #[derive(Debug)]
 #[must_use]
 pub enum Output {
-    /// Open a TCP connection to `addr` and report back with `handle_connected` or
-    /// `handle_disconnected`.
-    Connect {
-        /// The connection's name.
-        conn: ConnId,
-        /// `host:port`.
-        addr: String,
-    },
-    /// Write `command` on `conn` (the opaque is already assigned).
-    Send {
-        /// Where.
-        conn: ConnId,
-        /// What.
-        command: Command,
-    },
-    /// Close `conn`; no `handle_disconnected` is expected for it.
-    Close {
-        /// Which.
-        conn: ConnId,
-    },
+    /// Work on the connections (open, write, close), as every client of the crate asks it.
+    Wire(Wire),
     /// Run the user's handler.
     Deliver(Delivery),
     /// Broadcasting: store this offset table (every queue the consumer has consumed, with the
@@ -136,6 +118,33 @@ pub enum Output {
     Trace(proto::trace::TraceBatch),
     /// Something the user may want to know.
     Event(Event),
+}
+
+/// Work on the connections, the same for every client of the crate (the push, lite pull and
+/// pop consumers and the producer: their outputs carry it as `Wire`).
+#[derive(Debug)]
+#[must_use]
+pub enum Wire {
+    /// Open a TCP connection to `addr` and report back with `handle_connected` or
+    /// `handle_disconnected`.
+    Connect {
+        /// The connection's name.
+        conn: ConnId,
+        /// `host:port`.
+        addr: String,
+    },
+    /// Write `command` on `conn` (the opaque is already assigned).
+    Send {
+        /// Where.
+        conn: ConnId,
+        /// What.
+        command: Command,
+    },
+    /// Close `conn`; no `handle_disconnected` is expected for it.
+    Close {
+        /// Which.
+        conn: ConnId,
+    },
 }
 
 /// Things that happened, for logs, metrics and tests.

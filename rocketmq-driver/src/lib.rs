@@ -5,10 +5,11 @@
 //! small [`Runtime`] trait (clock, timer, spawn, TCP connect), the way quinn shares its endpoint
 //! driver between runtimes:
 //!
-//! - one task owns the `Consumer` by value (no locks) and feeds it every input;
-//! - each connection is a task that reads frames into the driver's input channel and writes the
-//!   frames the driver queues for it; a connection that fails to open or breaks is reported with
-//!   `handle_disconnected`, and `Output::Close` aborts it;
+//! - one task owns the `Consumer` by value (no locks) and feeds it every input (the pop
+//!   consumer and the producer have a task each in the same shape);
+//! - that task reads and writes its connections itself (`Output::Wire`: open, write, close),
+//!   so a pull answer and the next pull request cross no thread; a connection that fails to
+//!   open or breaks is reported with `handle_disconnected`;
 //! - one timer, re-armed to `poll_timeout()`, with the clock checked before waiting;
 //! - each `Output::Deliver` runs the user's handler on its own task, but for a handler that
 //!   finishes at its first poll while handlers are cheap (first polls averaging under 5 µs):

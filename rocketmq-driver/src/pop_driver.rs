@@ -172,9 +172,7 @@ impl<R: Runtime> PopDriver<R> {
         loop {
             while let Some(output) = pop.poll_output() {
                 match output {
-                    PopOutput::Connect { conn, addr } => conns.open(conn, addr),
-                    PopOutput::Send { conn, command } => conns.send(conn, &command),
-                    PopOutput::Close { conn } => conns.close(conn),
+                    PopOutput::Wire(wire) => conns.carry(wire),
                     PopOutput::Deliver(delivery) => {
                         let Some(handler) = &handler else { continue };
                         let handler = Arc::clone(handler);

@@ -17,7 +17,7 @@ use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 use super::deliveries::Source;
 use super::{Consumer, Lifecycle, Phase};
 use crate::config::{ConsumeMode, MessageModel};
-use crate::output::{ConnId, ConsumeOutcome, Delivery, Event, Output};
+use crate::output::{ConnId, ConsumeOutcome, Delivery, Event, Output, Wire};
 
 impl Consumer {
     pub(super) fn handle_request(&mut self, now: Instant, conn: ConnId, request: Command) {
@@ -48,10 +48,10 @@ impl Consumer {
             && !request.is_oneway()
         {
             answer.opaque = request.opaque;
-            self.outputs.push_back(Output::Send {
+            self.outputs.push_back(Output::Wire(Wire::Send {
                 conn,
                 command: answer,
-            });
+            }));
         }
     }
 
@@ -274,10 +274,10 @@ impl Consumer {
             spent_time_mills: now.saturating_duration_since(started).as_millis() as i64,
         };
         let answer = Command::response(ResponseCode::SUCCESS, opaque).with_body(result.encode());
-        self.outputs.push_back(Output::Send {
+        self.outputs.push_back(Output::Wire(Wire::Send {
             conn,
             command: answer,
-        });
+        }));
     }
 }
 

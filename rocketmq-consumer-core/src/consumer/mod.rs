@@ -50,9 +50,9 @@ use proto::{Command, MessageQueue};
 
 use crate::config::{ConfigError, ConsumeMode, ConsumerConfig, MessageModel};
 pub(crate) use crate::id::{Epoch, QueueKey};
-use crate::link::{Link, Rules, Wire};
+use crate::link::{Link, Rules};
 use crate::namespace::Namespace;
-use crate::output::{ConnId, ConsumeOutcome, DeliveryId, Output, RequestId, ShutdownReport};
+use crate::output::{ConnId, ConsumeOutcome, DeliveryId, Output, RequestId, ShutdownReport, Wire};
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
 use crate::stats::{ConsumerStats, Histogram, LatencyBuckets, QueueStats};
@@ -477,14 +477,12 @@ impl Consumer {
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
         let mut output = match self.link.poll_wire() {
-            Some(Wire::Connect { conn, addr }) => Output::Connect { conn, addr },
-            Some(Wire::Send { conn, command }) => Output::Send { conn, command },
-            Some(Wire::Close { conn }) => Output::Close { conn },
+            Some(wire) => Output::Wire(wire),
             None => self.outputs.pop_front()?,
         };
         // Signed on the way out, so a command queued before a credentials change carries the
         // new ones.
-        if let Output::Send { command, .. } = &mut output {
+        if let Output::Wire(Wire::Send { command, .. }) = &mut output {
             self.signer.sign(command);
         }
         Some(match &self.namespace {

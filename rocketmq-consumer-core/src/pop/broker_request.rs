@@ -6,7 +6,7 @@ use std::time::Instant;
 use proto::{Command, RequestCode, ResponseCode};
 
 use super::{PopConsumer, PopOutput, PopTimer};
-use crate::output::ConnId;
+use crate::output::{ConnId, Wire};
 
 impl PopConsumer {
     /// A request a broker sent on `conn`.
@@ -21,10 +21,10 @@ impl PopConsumer {
                 // pop consumer says so instead of letting the broker wait.
                 let response =
                     Command::response(ResponseCode::REQUEST_CODE_NOT_SUPPORTED, request.opaque);
-                self.outputs.push_back(PopOutput::Send {
+                self.outputs.push_back(PopOutput::Wire(Wire::Send {
                     conn,
                     command: response,
-                });
+                }));
             }
         }
     }

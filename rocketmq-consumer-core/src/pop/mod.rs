@@ -56,9 +56,9 @@ use proto::{Command, MessageQueue};
 
 use crate::consumer::cluster::ClusterView;
 use crate::error::ConfigError;
-use crate::link::{Link, Rules, Wire};
+use crate::link::{Link, Rules};
 use crate::namespace::Namespace;
-use crate::output::{ConnId, ConsumeOutcome, FailureReason, RequestId};
+use crate::output::{ConnId, ConsumeOutcome, FailureReason, RequestId, Wire};
 use crate::signer::Signer;
 use crate::timer::TimerQueue;
 
@@ -344,13 +344,11 @@ impl PopConsumer {
     #[must_use]
     pub fn poll_output(&mut self) -> Option<PopOutput> {
         let mut output = match self.link.poll_wire() {
-            Some(Wire::Connect { conn, addr }) => PopOutput::Connect { conn, addr },
-            Some(Wire::Send { conn, command }) => PopOutput::Send { conn, command },
-            Some(Wire::Close { conn }) => PopOutput::Close { conn },
+            Some(wire) => PopOutput::Wire(wire),
             None => self.outputs.pop_front()?,
         };
         match &mut output {
-            PopOutput::Send { command, .. } => self.signer.sign(command),
+            PopOutput::Wire(Wire::Send { command, .. }) => self.signer.sign(command),
             PopOutput::Deliver(delivery) => {
                 for m in &mut delivery.messages {
                     self.outward(m);

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use proto::Command;
 use proto::headers::ReceiptHandle;
 use proto::message::Message;
 
-use crate::output::{ConnId, FailureReason, RequestId};
+use crate::output::Wire;
+use crate::output::{FailureReason, RequestId};
 
 /// Names one push-mode delivery; pass it back to
 /// [`PopConsumer::complete`](super::PopConsumer::complete).
@@ -49,25 +49,8 @@ pub struct PopDelivery {
 #[derive(Debug)]
 #[must_use]
 pub enum PopOutput {
-    /// Open a connection to `addr`; report with `handle_connected` / `handle_disconnected`.
-    Connect {
-        /// The connection's name.
-        conn: ConnId,
-        /// `host:port`.
-        addr: String,
-    },
-    /// Write `command` on `conn`.
-    Send {
-        /// Where.
-        conn: ConnId,
-        /// What.
-        command: Command,
-    },
-    /// Close `conn`; no `handle_disconnected` is expected for it.
-    Close {
-        /// Which.
-        conn: ConnId,
-    },
+    /// Work on the connections (open, write, close), as every client of the crate asks it.
+    Wire(Wire),
     /// Run the handler (push mode).
     Deliver(PopDelivery),
     /// Something the user may want to know.

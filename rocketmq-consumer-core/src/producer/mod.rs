@@ -70,7 +70,7 @@ use std::time::Instant;
 
 use proto::Command;
 
-use crate::link::{Due, Link, Rules, Wire};
+use crate::link::{Due, Link, Rules};
 use crate::output::ConnId;
 use crate::requests::Pending;
 use crate::signer::Signer;
@@ -266,11 +266,7 @@ impl Producer {
     /// The next piece of work for the driver.
     pub fn poll_output(&mut self) -> Option<ProducerOutput> {
         if let Some(wire) = self.link.poll_wire() {
-            return Some(match wire {
-                Wire::Connect { conn, addr } => ProducerOutput::Connect { conn, addr },
-                Wire::Send { conn, command } => ProducerOutput::Send { conn, command },
-                Wire::Close { conn } => ProducerOutput::Close { conn },
-            });
+            return Some(ProducerOutput::Wire(wire));
         }
         self.outputs.pop_front()
     }

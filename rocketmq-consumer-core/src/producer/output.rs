@@ -1,10 +1,8 @@
 //! What the producer asks of its driver ([`ProducerOutput`]) and how it names a send
 //! ([`SendId`]).
 
-use proto::Command;
-
 use super::{SendError, SendResult};
-use crate::output::ConnId;
+use crate::output::Wire;
 
 /// Names one send, from [`Producer::send`](super::Producer::send) to its
 /// [`ProducerOutput::Sent`].
@@ -16,25 +14,8 @@ pub struct SendId(pub(crate) u64);
 #[derive(Debug)]
 #[must_use]
 pub enum ProducerOutput {
-    /// Open a connection to `addr`; report it with `handle_connected` or `handle_disconnected`.
-    Connect {
-        /// The connection's name.
-        conn: ConnId,
-        /// `host:port`.
-        addr: String,
-    },
-    /// Encode `command` and write it on `conn`.
-    Send {
-        /// An open connection.
-        conn: ConnId,
-        /// The request.
-        command: Command,
-    },
-    /// Close `conn`; nothing more is expected of it.
-    Close {
-        /// The connection.
-        conn: ConnId,
-    },
+    /// Work on the connections (open, write, close), as every client of the crate asks it.
+    Wire(Wire),
     /// A send is over.
     Sent {
         /// Which.

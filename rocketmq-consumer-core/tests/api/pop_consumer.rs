@@ -22,7 +22,7 @@ use proto::{Command, CommandHeader, ExtFields, MessageQueue, RequestCode, Respon
 use rocketmq_consumer_core::pop::{
     PopConfig, PopConsumer, PopDelivery, PopEvent, PopMode, PopOutput, PopShutdownReport,
 };
-use rocketmq_consumer_core::{ConnId, ConsumeOutcome, FailureReason};
+use rocketmq_consumer_core::{ConnId, ConsumeOutcome, FailureReason, Wire};
 
 const NS: &str = "ns:9876";
 const BROKER: &str = "b:10911";
@@ -60,9 +60,11 @@ impl Harness {
     fn drain(&mut self) {
         while let Some(output) = self.pop.poll_output() {
             match output {
-                PopOutput::Connect { conn, .. } => self.pop.handle_connected(self.now, conn),
-                PopOutput::Send { conn, command } => self.sent.push((conn, command)),
-                PopOutput::Close { .. } => {}
+                PopOutput::Wire(Wire::Connect { conn, .. }) => {
+                    self.pop.handle_connected(self.now, conn)
+                }
+                PopOutput::Wire(Wire::Send { conn, command }) => self.sent.push((conn, command)),
+                PopOutput::Wire(Wire::Close { .. }) => {}
                 PopOutput::Deliver(d) => self.deliveries.push(d),
                 PopOutput::Event(e) => self.events.push(e),
             }

@@ -14,11 +14,11 @@ use proto::body::{BrokerData, QueueData, TopicRouteData};
 use proto::headers::SendMessageResponse;
 use proto::{Command, CommandHeader, RequestCode, ResponseCode};
 
-use rocketmq_consumer_core::ConnId;
 use rocketmq_consumer_core::producer::{
     Prepared, Producer, ProducerConfig, ProducerMessage, ProducerOutput, SendError, SendId,
     SendResult, UniqueIds,
 };
+use rocketmq_consumer_core::{ConnId, Wire};
 
 const NS: &str = "ns:9876";
 
@@ -88,9 +88,13 @@ impl Harness {
     fn drain(&mut self) {
         while let Some(output) = self.producer.poll_output() {
             match output {
-                ProducerOutput::Connect { conn, addr } => self.opening.push((conn, addr)),
-                ProducerOutput::Send { conn, command } => self.sent.push((conn, command)),
-                ProducerOutput::Close { conn } => {
+                ProducerOutput::Wire(Wire::Connect { conn, addr }) => {
+                    self.opening.push((conn, addr))
+                }
+                ProducerOutput::Wire(Wire::Send { conn, command }) => {
+                    self.sent.push((conn, command))
+                }
+                ProducerOutput::Wire(Wire::Close { conn }) => {
                     self.closed.push(conn);
                     self.open.retain(|(c, _)| *c != conn);
                     self.opening.retain(|(c, _)| *c != conn);

@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, BytesMut};
-use consumer_core::ConnId;
+use consumer_core::{ConnId, Wire};
 use futures_util::io::{AsyncReadExt, WriteHalf};
 use futures_util::stream::{self, BoxStream, SelectAll};
 use futures_util::{AsyncWrite, StreamExt, future};
@@ -139,6 +139,15 @@ impl<R: Runtime> Conns<R> {
             tls,
             reads,
             waker: None,
+        }
+    }
+
+    /// Carries out a client's work on its connections.
+    pub(crate) fn carry(&mut self, wire: Wire) {
+        match wire {
+            Wire::Connect { conn, addr } => self.open(conn, addr),
+            Wire::Send { conn, command } => self.send(conn, &command),
+            Wire::Close { conn } => self.close(conn),
         }
     }
 

@@ -274,9 +274,7 @@ impl<R: Runtime> Io<R> {
                     self.handlers.interrupted();
                 }
                 match output {
-                    Output::Connect { conn, addr } => self.conns.open(conn, addr),
-                    Output::Send { conn, command } => self.conns.send(conn, &command),
-                    Output::Close { conn } => self.conns.close(conn),
+                    Output::Wire(wire) => self.conns.carry(wire),
                     Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
                     Output::Trace(records) => {
                         if let Some(traces) = &mut self.traces {

@@ -60,9 +60,7 @@ async fn run<R: Runtime>(
     loop {
         while let Some(output) = core.poll_output() {
             match output {
-                ProducerOutput::Connect { conn, addr } => conns.open(conn, addr),
-                ProducerOutput::Send { conn, command } => conns.send(conn, &command),
-                ProducerOutput::Close { conn } => conns.close(conn),
+                ProducerOutput::Wire(wire) => conns.carry(wire),
                 ProducerOutput::Sent { send, result, peer } => {
                     // The caller may have stopped waiting (its future dropped).
                     if let Some(reply) = waiting.remove(&send) {

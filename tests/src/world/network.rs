@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use consumer_core::{ConsumeMode, ConsumeOutcome, Event, Output};
+use consumer_core::{ConsumeMode, ConsumeOutcome, Event, Output, Wire};
 use proto::headers::SendMessageRequestV2;
 use proto::{Command, FrameDecoder, HeaderEncoding, RequestCode, frame};
 
@@ -47,7 +47,7 @@ impl World {
 
     pub(super) fn on_output(&mut self, i: usize, output: Output) {
         match output {
-            Output::Connect { conn, addr } => {
+            Output::Wire(Wire::Connect { conn, addr }) => {
                 *self.opened.entry(addr.clone()).or_default() += 1;
                 if let Some(partition) = self.partitioned.get_mut(&addr) {
                     // The SYN goes unanswered: neither connected nor refused. The consumer's
@@ -68,7 +68,7 @@ impl World {
                     self.schedule(at, Ev::Refused(i, conn));
                 }
             }
-            Output::Send { conn, command } => {
+            Output::Wire(Wire::Send { conn, command }) => {
                 if let Some(&key) = self.nodes[i].keys.get(&conn) {
                     if !command.is_response()
                         && let Some(addr) = self.key_addr.get(&key)
@@ -107,7 +107,7 @@ impl World {
                     .traces
                     .extend(records.into_iter().map(|r| (now, r)));
             }
-            Output::Close { conn } => {
+            Output::Wire(Wire::Close { conn }) => {
                 if let Some(key) = self.nodes[i].keys.remove(&conn) {
                     self.conn_owner.remove(&key);
                     self.cluster.disconnect(self.now, key);

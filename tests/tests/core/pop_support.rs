@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use consumer_core::pop::{PopConfig, PopConsumer, PopDeliveryId, PopEvent, PopOutput, PopStats};
-use consumer_core::{ConnId, ConsumeOutcome};
+use consumer_core::{ConnId, ConsumeOutcome, Wire};
 use proto::message::property;
 use proto::{Command, FrameDecoder, HeaderEncoding, MessageQueue, frame};
 use rocketmq_tests::sim::{ConnKey, SimCluster, SimConfig, dlq_topic};
@@ -308,7 +308,7 @@ impl PopWorld {
 
     fn on_output(&mut self, i: usize, output: PopOutput) {
         match output {
-            PopOutput::Connect { conn, addr } => {
+            PopOutput::Wire(Wire::Connect { conn, addr }) => {
                 self.next_key += 1;
                 let key = self.next_key;
                 if self.cluster.connect(key, &addr) {
@@ -319,13 +319,13 @@ impl PopWorld {
                     self.members[i].pop.handle_disconnected(self.now, conn);
                 }
             }
-            PopOutput::Send { conn, command } => {
+            PopOutput::Wire(Wire::Send { conn, command }) => {
                 if let Some(&key) = self.members[i].conns.get(&conn) {
                     self.cluster
                         .handle_command(self.now, key, through_codec(&command));
                 }
             }
-            PopOutput::Close { conn } => {
+            PopOutput::Wire(Wire::Close { conn }) => {
                 if let Some(key) = self.members[i].conns.remove(&conn) {
                     self.by_key.remove(&key);
                     self.cluster.disconnect(self.now, key);
