@@ -132,7 +132,9 @@ pub struct ConsumerConfig {
     pub auto_commit: bool,
     /// Rebalance period (20 s).
     pub rebalance_interval: Duration,
-    /// Retry delay when a rebalance could not complete (Java's `minInterval`, 1 s).
+    /// Retry delay when a rebalance could not complete (Java's `minInterval`, 1 s); a topic the
+    /// name server knows no route for (a new topic, or one whose only broker is restarting) is
+    /// looked up again this often too.
     pub rebalance_retry: Duration,
     /// Heartbeat period (30 s).
     pub heartbeat_interval: Duration,

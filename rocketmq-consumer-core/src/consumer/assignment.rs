@@ -65,12 +65,15 @@ impl Consumer {
     /// The name server's route of `topic`; `None` when it knows no such topic.
     pub(super) fn on_route(&mut self, now: Instant, topic: &str, route: Option<TopicRouteData>) {
         let Some(route) = route else {
-            // The retry topic appears once a broker has our heartbeat; others may come later.
+            // The retry topic appears once a broker has our heartbeat; others may come later,
+            // and a topic whose only broker is restarting comes back when it registers again:
+            // asked again after `rebalance_retry` (1 s), so pulls resume within about that of
+            // the registration rather than at the next 30 s refresh.
             if self.cluster.forget_route(topic) {
                 self.rebalance(now);
             }
             self.timers
-                .reset(now + self.config.rebalance_retry * 3, Timer::RouteRefresh);
+                .reset(now + self.config.rebalance_retry, Timer::RouteRefresh);
             return;
         };
         if self.unchecked.remove(topic)

@@ -32,13 +32,17 @@ impl Attempts {
         }
     }
 
-    /// Whether `error` is retried (`DefaultMQProducerImpl.sendDefaultImpl` and the 5.x
-    /// `retryResponseCodes`). A timeout is not: the send timeout covers every attempt, so none
-    /// is left.
-    pub fn after(&mut self, error: &SendError) -> Retry {
-        let retry = match error {
+    /// Whether `error` is worth another attempt at all, attempts left or not
+    /// (`DefaultMQProducerImpl.sendDefaultImpl` and the 5.x `retryResponseCodes`). A timeout
+    /// is: with a `request_timeout` shorter than the send timeout there may be time for
+    /// another (Java retries a `RemotingTimeoutException` while time is left too).
+    pub fn classify(error: &SendError) -> Retry {
+        match error {
             SendError::Disconnected { .. } => Retry::Yes {
                 refresh_route: true,
+            },
+            SendError::Timeout { .. } => Retry::Yes {
+                refresh_route: false,
             },
             SendError::Refused { code, .. } => match *code {
                 ResponseCode::TOPIC_NOT_EXIST
@@ -52,11 +56,25 @@ impl Attempts {
                 _ => Retry::No,
             },
             _ => Retry::No,
-        };
-        if retry == Retry::No || self.left == 0 {
+        }
+    }
+
+    /// Whether `error` is retried: it is worth it ([`Attempts::classify`]) and an attempt is
+    /// left, which this uses up.
+    pub fn after(&mut self, error: &SendError) -> Retry {
+        let retry = Self::classify(error);
+        if retry == Retry::No || !self.take() {
             return Retry::No;
         }
-        self.left -= 1;
         retry
+    }
+
+    /// Uses up one attempt; false when none was left.
+    pub fn take(&mut self) -> bool {
+        let Some(left) = self.left.checked_sub(1) else {
+            return false;
+        };
+        self.left = left;
+        true
     }
 }

@@ -13,12 +13,32 @@ pub struct ProducerConfig {
     pub group: String,
     /// Name server addresses (`host:port`), asked in turn for routes until one answers.
     pub name_servers: Vec<String>,
-    /// How long one send may take, retries included (`sendMsgTimeout`, 3 s).
+    /// How long one send may take, retries and waits for a route included (`sendMsgTimeout`,
+    /// 3 s). Within it a send rides out a broker that is away: while the name servers know no
+    /// route for the topic it asks them again every `route_retry_interval`, and a broker it
+    /// cannot connect to is tried again after the `reconnect_backoff`. Make it longer than a
+    /// broker's restart (a minute covers a 4.9 broker's on most machines) and a send started
+    /// during the restart is stored once the broker is back, instead of failing.
     pub send_timeout: Duration,
-    /// Extra attempts after a failed one (`retryTimesWhenSendFailed`, 2).
+    /// How long one request of a send (a route lookup or an attempt) waits for its answer
+    /// before the next attempt (3 s, as Java's per-call timeout with the default
+    /// `sendMsgTimeout`). Never longer than what is left of the send timeout, so with the
+    /// defaults an unanswered attempt ends the send; with a longer send timeout a broker that
+    /// stopped answering costs one request timeout, not the whole send.
+    pub request_timeout: Duration,
+    /// How soon a topic the name servers knew no usable route for (no route, or no writable
+    /// queue with a master) is asked for again (200 ms). Sends meanwhile wait for that lookup
+    /// rather than asking each, so a burst of sends to a topic whose broker is restarting asks
+    /// the name server at most this often, and the first send after the broker registers
+    /// again finds it within this interval.
+    pub route_retry_interval: Duration,
+    /// Extra attempts after a failed one (`retryTimesWhenSendFailed`, 2). A connection that
+    /// could not be opened is no attempt: nothing was sent, so trying again cannot store the
+    /// message twice, and such a send goes on until its send timeout.
     pub retries: u32,
     /// How long a fetched route is used before it is fetched again (Java refreshes every
-    /// `pollNameServerInterval`, 30 s). A failure that suggests the route moved drops it sooner.
+    /// `pollNameServerInterval`, 30 s). A failure that suggests the route moved drops it sooner, and so
+    /// does a lost connection to one of its brokers: the next send asks again.
     pub route_ttl: Duration,
     /// The largest body (sum of bodies for a batch) sent (`maxMessageSize`, 4 MiB).
     pub max_message_size: usize,
@@ -52,6 +72,8 @@ impl ProducerConfig {
             group: group.into(),
             name_servers,
             send_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(3),
+            route_retry_interval: Duration::from_millis(200),
             retries: 2,
             route_ttl: Duration::from_secs(30),
             max_message_size: 4 * 1024 * 1024,
@@ -75,6 +97,9 @@ impl ProducerConfig {
         }
         if self.send_timeout.is_zero() {
             return fail("the send timeout must be positive");
+        }
+        if self.request_timeout.is_zero() {
+            return fail("the request timeout must be positive");
         }
         if self.max_message_size == 0 {
             return fail("the maximum message size must be positive");

@@ -121,7 +121,7 @@ impl Producer {
     pub fn new(config: ProducerConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         Ok(Self {
-            routes: Routes::new(config.route_ttl),
+            routes: Routes::new(config.route_ttl).with_retry_interval(config.route_retry_interval),
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
             link: Link::new(Rules {
                 connect_timeout: config.connect_timeout,
@@ -186,8 +186,9 @@ impl Producer {
     /// The connection `conn` failed to open, or was lost, for `reason` (what the system or the
     /// TLS handshake said, which a send that fails for it reports).
     pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId, reason: &str) {
+        let unsent = self.link.is_opening(conn);
         if let Some(addr) = self.link.disconnected(now, conn) {
-            self.fail_lost(now, conn, addr, reason);
+            self.fail_lost(now, conn, addr, reason, unsent);
         }
     }
 
@@ -199,7 +200,7 @@ impl Producer {
             return;
         }
         if let Some(pending) = self.link.answered(now, conn, command.opaque) {
-            self.answer(now, pending, Ok(command));
+            self.answer(now, pending, Ok(command), false);
         }
     }
 
@@ -211,7 +212,8 @@ impl Producer {
                     let conn = pending.conn;
                     let open = !self.link.is_opening(conn);
                     let peer = pending.addr.clone();
-                    self.answer(now, pending, Err(SendError::Timeout { peer }));
+                    // One still opening was never written.
+                    self.answer(now, pending, Err(SendError::Timeout { peer }), !open);
                     // An open connection on which enough requests in a row timed out stopped
                     // answering (the consumers' rule); one still opening is the opening
                     // deadline's to give up.
@@ -219,11 +221,11 @@ impl Producer {
                         && self.link.streak_says_close(conn)
                         && let Some(addr) = self.link.close(now, conn)
                     {
-                        self.fail_lost(now, conn, addr, "requests in a row timed out");
+                        self.fail_lost(now, conn, addr, "requests in a row timed out", false);
                     }
                 }
                 Due::OpenTimedOut { conn, addr } => {
-                    self.fail_lost(now, conn, addr, "connect timed out");
+                    self.fail_lost(now, conn, addr, "connect timed out", true);
                 }
             }
         }
@@ -302,6 +304,7 @@ impl Producer {
                 }
             }
             Step::Send { addr, command } => self.request(now, send, false, &addr, command),
+            Step::Wait { until } => self.deferred.set(until, send),
         }
     }
 
@@ -311,7 +314,10 @@ impl Producer {
             return;
         };
         sending.peer = addr.to_owned();
-        let timeout = sending.plan.deadline().saturating_duration_since(now);
+        let timeout = sending
+            .plan
+            .request_deadline(now)
+            .saturating_duration_since(now);
         let kind = Request { send, lookup };
         let Err(pending) = self.link.request(now, addr, command, kind, timeout) else {
             return;
@@ -335,23 +341,28 @@ impl Producer {
             peer: addr.to_owned(),
             reason,
         };
-        self.answer(now, pending, Err(error));
+        self.answer(now, pending, Err(error), false);
     }
 
     /// A request of a send ended: its plan takes the answer, then goes on; a route lookup's
-    /// end lets the sends that waited for it go on too.
+    /// end lets the sends that waited for it go on too. `unsent`: it failed on a connection
+    /// that never opened, so it was never written.
     fn answer(
         &mut self,
         now: Instant,
         pending: Pending<Request>,
         answer: Result<Command, SendError>,
+        unsent: bool,
     ) {
         let Request { send, lookup } = pending.kind;
         let Some(sending) = self.sends.get_mut(&send) else {
             return;
         };
         let topic = sending.plan.prepared().topic().to_owned();
-        sending.plan.handle_answer(&mut self.routes, now, answer);
+        match answer {
+            Err(error) if unsent => sending.plan.handle_unsent(&mut self.routes, now, error),
+            answer => sending.plan.handle_answer(&mut self.routes, now, answer),
+        }
         let released = if lookup {
             self.lookups.answered(&topic, send)
         } else {
@@ -378,15 +389,18 @@ impl Producer {
         }
     }
 
-    /// `conn` to `addr` is gone for `reason`: its requests fail at once.
-    fn fail_lost(&mut self, now: Instant, conn: ConnId, addr: String, reason: &str) {
+    /// `conn` to `addr` is gone for `reason`: its requests fail at once (`unsent`: it never
+    /// opened, so none was written), and every topic with a queue there is looked up again by
+    /// its next send, as the broker may have left the routes (or come back in them).
+    fn fail_lost(&mut self, now: Instant, conn: ConnId, addr: String, reason: &str, unsent: bool) {
         self.failures.insert(addr.clone(), reason.to_owned());
+        self.routes.invalidate_broker(&addr);
         while let Some(pending) = self.link.next_lost(conn) {
             let error = SendError::Disconnected {
                 peer: addr.clone(),
                 reason: reason.to_owned(),
             };
-            self.answer(now, pending, Err(error));
+            self.answer(now, pending, Err(error), unsent);
         }
     }
 }

@@ -3,6 +3,12 @@
 //! of each attempt (avoiding the broker that just failed), retries and the send timeout. The
 //! driver only carries out its [`Step`]s and feeds the answers back
 //! (`DefaultMQProducerImpl.sendDefaultImpl` and `tryToFindTopicPublishInfo`).
+//!
+//! Where Java fails a send at once when the name servers know no route for its topic, a plan
+//! asks them again (every `route_retry_interval`, shared by every send of the topic through
+//! [`Routes::next_lookup`]) until its send timeout: a broker that restarts drops out of the
+//! name servers' routes when it goes and is back in them seconds after it starts, and a send
+//! with a send timeout longer than that is stored instead of failing.
 
 use std::time::Instant;
 
@@ -35,6 +41,12 @@ pub enum Step {
         /// `SEND_MESSAGE_V2` or `SEND_BATCH_MESSAGE`.
         command: Command,
     },
+    /// Nothing to do before `until` (the topic has no usable route and is looked up again
+    /// then): call [`SendPlan::next_step`] again at that time.
+    Wait {
+        /// When to ask again.
+        until: Instant,
+    },
     /// The send is over.
     Done(Result<SendResult, SendError>),
 }
@@ -50,6 +62,8 @@ enum Stage {
     DefaultRoute(usize),
     /// An attempt in flight to `.0`.
     Sending(Target),
+    /// Waiting until `.0` (before the deadline) to look the route up again.
+    Waiting(Instant),
     /// Over, with this result (taken by the next `next_step`).
     Done(Option<Result<SendResult, SendError>>),
 }
@@ -67,6 +81,8 @@ pub struct SendPlan {
     use_cached: bool,
     /// The last name server failure, reported if no route can be had at all.
     lookup_error: Option<SendError>,
+    /// How long one request may wait for its answer (within the deadline).
+    request_timeout: std::time::Duration,
     stage: Stage,
     signer: Signer,
 }
@@ -82,6 +98,7 @@ impl SendPlan {
             failed_broker: None,
             use_cached: false,
             lookup_error: None,
+            request_timeout: config.request_timeout,
             stage: Stage::Start,
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
         }
@@ -98,6 +115,12 @@ impl SendPlan {
     /// When the send gives up: every request of it is bounded by this.
     pub fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// When a request sent at `now` stops waiting for its answer: after the request timeout,
+    /// and never after the send's deadline.
+    pub fn request_deadline(&self, now: Instant) -> Instant {
+        (now + self.request_timeout).min(self.deadline)
     }
 
     /// The message being sent.
@@ -129,6 +152,8 @@ impl SendPlan {
                         command: self.prepared.request(target),
                     };
                 }
+                Stage::Waiting(until) if *until > now => return Step::Wait { until: *until },
+                Stage::Waiting(..) => self.stage = Stage::Start,
                 Stage::Route(_) | Stage::DefaultRoute(_) if !routes.needs_fetch(&topic, now) => {
                     // Another send fetched it meanwhile.
                     self.stage = Stage::Start;
@@ -152,13 +177,22 @@ impl SendPlan {
                 }
                 Stage::Start => {
                     if !self.use_cached && routes.needs_fetch(&topic, now) {
-                        self.stage = Stage::Route(0);
+                        self.stage = match routes.next_lookup(&topic, now) {
+                            // Asked a moment ago, and nothing usable: wait for the next lookup.
+                            Some(at) => self.wait_or_fail(at, no_route(&topic)),
+                            None => Stage::Route(0),
+                        };
                         continue;
                     }
                     self.use_cached = false;
-                    match routes.choose(&self.prepared, self.failed_broker.as_deref()) {
-                        Ok(target) => self.stage = Stage::Sending(target),
-                        Err(error) => self.stage = Stage::Done(Some(Err(error))),
+                    self.stage = match routes.choose(&self.prepared, self.failed_broker.as_deref())
+                    {
+                        Ok(target) => Stage::Sending(target),
+                        Err(error) => {
+                            // A route without a writable queue: asked again after the interval.
+                            let at = routes.next_lookup(&topic, now).unwrap_or(now);
+                            self.wait_or_fail(at, error)
+                        }
                     }
                 }
             }
@@ -191,6 +225,13 @@ impl SendPlan {
                 // asked for again (Java's producer does the same).
                 match answer.and_then(|response| default_route_from_response(&topic, &response)) {
                     Ok(route) => routes.insert(&topic, route, now),
+                    // No broker has the topic or the default one (a restarting broker left
+                    // the routes): ask again shortly, while the send has time.
+                    Err(error @ SendError::NoRoute { .. }) => {
+                        routes.no_route(&topic, now);
+                        let at = routes.next_lookup(&topic, now).unwrap_or(now);
+                        self.stage = self.wait_or_fail(at, error);
+                    }
                     Err(error) => self.stage = Stage::Done(Some(Err(error))),
                 }
             }
@@ -199,34 +240,63 @@ impl SendPlan {
                     answer.and_then(|response| self.prepared.interpret(&target, &response));
                 self.stage = match outcome {
                     Ok(result) => Stage::Done(Some(Ok(result))),
-                    Err(error) => self.after_failure(routes, now, &target, error),
+                    Err(error) => self.after_failure(routes, now, &target, error, false),
                 };
             }
             // Nothing was asked: an answer now is not this send's.
-            stage @ (Stage::Start | Stage::Done(_)) => self.stage = stage,
+            stage @ (Stage::Start | Stage::Waiting(..) | Stage::Done(_)) => self.stage = stage,
+        }
+    }
+
+    /// The attempt in flight never left: its connection could not be opened (refused, or not
+    /// open within the connect timeout), so the broker cannot have stored it. It is tried
+    /// again, on a fresh route, without using up one of the send's retries, while the send has
+    /// time; a lookup in flight fails as [`SendPlan::handle_answer`] would fail it.
+    pub fn handle_unsent(&mut self, routes: &mut Routes, now: Instant, error: SendError) {
+        match std::mem::replace(&mut self.stage, Stage::Start) {
+            Stage::Sending(target) => {
+                self.stage = self.after_failure(routes, now, &target, error, true);
+            }
+            stage => {
+                self.stage = stage;
+                self.handle_answer(routes, now, Err(error));
+            }
+        }
+    }
+
+    /// Waits until `at` if the send's deadline comes later, else ends the send with `error`.
+    fn wait_or_fail(&self, at: Instant, error: SendError) -> Stage {
+        if at < self.deadline {
+            Stage::Waiting(at)
+        } else {
+            Stage::Done(Some(Err(error)))
         }
     }
 
     /// What follows a failed attempt: another (on a fresh route if the failure says the route
     /// moved), unless the failure is final, no attempt is left, or time is up.
+    /// An attempt that `unsent` never left does not use up a retry (see
+    /// [`SendPlan::handle_unsent`]). A failure that says the route moved has it fetched again
+    /// by the next send, whether or not this one tries again.
     fn after_failure(
         &mut self,
         routes: &mut Routes,
         now: Instant,
         target: &Target,
         error: SendError,
+        unsent: bool,
     ) -> Stage {
-        match self.attempts.after(&error) {
-            Retry::No => Stage::Done(Some(Err(error))),
-            Retry::Yes { .. } if now >= self.deadline => Stage::Done(Some(Err(error))),
-            Retry::Yes { refresh_route } => {
-                if refresh_route {
-                    routes.invalidate(self.prepared.topic());
-                }
-                self.failed_broker = Some(target.queue.broker_name().to_owned());
-                Stage::Start
-            }
+        let Retry::Yes { refresh_route } = Attempts::classify(&error) else {
+            return Stage::Done(Some(Err(error)));
+        };
+        if refresh_route {
+            routes.invalidate(self.prepared.topic());
         }
+        if now >= self.deadline || !(unsent || self.attempts.take()) {
+            return Stage::Done(Some(Err(error)));
+        }
+        self.failed_broker = Some(target.queue.broker_name().to_owned());
+        Stage::Start
     }
 
     /// Every name server failed: a route fetched before is used on (Java keeps its publish
@@ -236,10 +306,14 @@ impl SendPlan {
             self.use_cached = true;
             self.stage = Stage::Start;
         } else {
-            let error = self.lookup_error.take().unwrap_or(SendError::NoRoute {
-                topic: topic.to_owned(),
-            });
+            let error = self.lookup_error.take().unwrap_or_else(|| no_route(topic));
             self.stage = Stage::Done(Some(Err(error)));
         }
+    }
+}
+
+fn no_route(topic: &str) -> SendError {
+    SendError::NoRoute {
+        topic: topic.to_owned(),
     }
 }

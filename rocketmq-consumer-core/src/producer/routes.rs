@@ -94,11 +94,16 @@ pub fn shard_index(key: &str, queues: usize) -> Option<usize> {
 }
 
 /// The route cache of a producer: each topic's [`PublishRoute`], when it was fetched, and where
-/// its round robin stands.
+/// its round robin stands; and the topics the name servers last knew no usable route for, so
+/// they are asked again soon but not by every send.
 #[derive(Clone, Debug, Default)]
 pub struct Routes {
     ttl: Duration,
+    retry_interval: Duration,
     topics: BTreeMap<String, CachedRoute>,
+    /// Topics whose last lookup found no route or no writable queue, with when: looked up
+    /// again from `retry_interval` after that, not before.
+    unusable: BTreeMap<String, Instant>,
 }
 
 #[derive(Clone, Debug)]
@@ -111,35 +116,69 @@ struct CachedRoute {
 }
 
 impl Routes {
-    /// An empty cache whose routes are fetched again after `ttl`.
+    /// An empty cache whose routes are fetched again after `ttl`, and a topic without a usable
+    /// route again 200 ms after its last lookup ([`Routes::with_retry_interval`] sets that).
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
+            retry_interval: Duration::from_millis(200),
             topics: BTreeMap::new(),
+            unusable: BTreeMap::new(),
         }
     }
 
-    /// Whether `topic` needs fetching: never fetched, dropped by [`Routes::invalidate`], or
-    /// older than the time to live.
+    /// The cache with a topic that had no usable route looked up again `interval` after its
+    /// last lookup (`ProducerConfig::route_retry_interval`).
+    #[must_use]
+    pub fn with_retry_interval(mut self, interval: Duration) -> Self {
+        self.retry_interval = interval;
+        self
+    }
+
+    /// Whether `topic` needs fetching: never fetched, dropped by [`Routes::invalidate`], found
+    /// without a usable route, or older than the time to live.
     pub fn needs_fetch(&self, topic: &str, now: Instant) -> bool {
         self.topics.get(topic).is_none_or(|cached| {
             cached.stale || now.saturating_duration_since(cached.fetched) >= self.ttl
         })
     }
 
+    /// When `topic` may be looked up again: `None` for at once; else the last lookup found no
+    /// usable route, and the next waits for the retry interval after it (sends wait for that
+    /// rather than ask the name servers each, in a burst or in a loop).
+    pub fn next_lookup(&self, topic: &str, now: Instant) -> Option<Instant> {
+        let at = *self.unusable.get(topic)? + self.retry_interval;
+        (at > now).then_some(at)
+    }
+
     /// Stores a fetched route. The round robin keeps its position, so a refresh does not send
-    /// the next message back to the first queue.
+    /// the next message back to the first queue. A route without a writable queue is kept (it
+    /// says why sends fail) but fetched again after the retry interval, not the time to live:
+    /// a broker that restarts registers again within seconds.
     pub fn insert(&mut self, topic: &str, route: PublishRoute, now: Instant) {
         let next = self.topics.get(topic).map_or(0, |cached| cached.next);
+        let usable = !route.targets.is_empty();
+        if usable {
+            self.unusable.remove(topic);
+        } else {
+            self.unusable.insert(topic.to_owned(), now);
+        }
         self.topics.insert(
             topic.to_owned(),
             CachedRoute {
                 route,
                 fetched: now,
-                stale: false,
+                stale: !usable,
                 next,
             },
         );
+    }
+
+    /// The name servers know no route for `topic` at `now`: a route fetched before is kept
+    /// (stale), and the topic is asked for again after the retry interval.
+    pub fn no_route(&mut self, topic: &str, now: Instant) {
+        self.invalidate(topic);
+        self.unusable.insert(topic.to_owned(), now);
     }
 
     /// Marks `topic`'s route stale: the next attempt fetches it first. The stale route is kept
@@ -147,6 +186,22 @@ impl Routes {
     pub fn invalidate(&mut self, topic: &str) {
         if let Some(cached) = self.topics.get_mut(topic) {
             cached.stale = true;
+        }
+    }
+
+    /// Marks stale the route of every topic with a queue on the broker at `addr`, whose
+    /// connection failed: the next send of each asks the name servers where to go, rather
+    /// than waiting for the time to live (a restarted broker, or one that left the cluster).
+    pub fn invalidate_broker(&mut self, addr: &str) {
+        for cached in self.topics.values_mut() {
+            if cached
+                .route
+                .targets
+                .iter()
+                .any(|target| target.addr == addr)
+            {
+                cached.stale = true;
+            }
         }
     }
 

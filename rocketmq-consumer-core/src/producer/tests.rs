@@ -196,10 +196,13 @@ fn retries_follow_java_and_are_bounded() {
     let bad_request = refused(ResponseCode(13));
     assert_eq!(attempts.after(&bad_request), Retry::No);
     assert_eq!(
-        attempts.after(&SendError::Timeout {
+        Attempts::classify(&SendError::Timeout {
             peer: "b".to_owned()
         }),
-        Retry::No
+        Retry::Yes {
+            refresh_route: false
+        },
+        "a timeout is retried when the send has time left"
     );
     assert_eq!(
         attempts.after(&gone),

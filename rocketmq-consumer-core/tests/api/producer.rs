@@ -172,6 +172,12 @@ impl Harness {
         self.respond(request, response);
     }
 
+    /// Answers the first unanswered route lookup: the name server knows no such topic.
+    fn answer_no_route(&mut self) {
+        let request = self.take(RequestCode::GET_ROUTEINFO_BY_TOPIC);
+        self.respond(request, Command::response(ResponseCode::TOPIC_NOT_EXIST, 0));
+    }
+
     fn answer_send(&mut self) {
         let request = self.take(RequestCode::SEND_MESSAGE_V2);
         let mut response = Command::response(ResponseCode::SUCCESS, 0);
@@ -317,8 +323,10 @@ fn a_silent_broker_connection_is_closed_after_three_timeouts_in_a_row() {
         h.sent.clear();
     }
     assert_eq!(h.closed, broker_conn.into_iter().collect::<Vec<_>>());
-    // The next send opens a new connection (after the backoff) and works.
+    // The next send asks for the route again (the broker may have left it), then opens a new
+    // connection (after the backoff) and works.
     let send = h.send("after");
+    h.answer_route(false);
     h.advance(Duration::from_secs(1));
     h.connect_all(&[]);
     h.answer_send();
@@ -367,4 +375,120 @@ fn closing_fails_sends_in_flight_and_refuses_later_ones() {
         Some((_, Err(SendError::Closed), _))
     ));
     assert_eq!(h.producer.poll_timeout(), None);
+}
+
+/// A broker that restarts drops out of the name server's routes while it is down: a send that
+/// finds no route then (neither its topic nor the default topic has one) asks the name server
+/// again every `route_retry_interval` until its send timeout, one lookup at a time for every
+/// send of the topic, instead of failing at once; it is stored as soon as the broker is back
+/// in the routes (Java's `tryToFindTopicPublishInfo` asks again on every send too, but fails
+/// the send when nothing is there).
+#[test]
+fn a_send_without_a_route_asks_again_until_the_broker_is_back() {
+    let mut config = Harness::config();
+    config.send_timeout = Duration::from_secs(10);
+    let mut h = Harness::new(config);
+    h.send("warm");
+    h.connect_all(&[]);
+    h.answer_route(false);
+    h.connect_all(&[]);
+    h.answer_send();
+    let broker = h.open.iter().find(|(_, a)| a == "a:10911").map(|(c, _)| *c);
+    let broker = broker.expect("the broker's connection is open");
+
+    // The broker is killed: its connection drops, and the name server forgets it.
+    h.producer
+        .handle_disconnected(h.now, broker, "read: connection reset");
+    h.drain();
+    let first = h.send("during-1");
+    assert_eq!(
+        h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).len(),
+        1,
+        "the lost broker's topic is looked up again at once"
+    );
+    h.answer_no_route();
+    h.answer_no_route(); // the default topic, TBW102
+    let second = h.send("during-2");
+    assert!(
+        h.sent.is_empty(),
+        "a send right after an empty answer waits for the next lookup: {:?}",
+        h.sent
+    );
+    h.advance(Duration::from_millis(199));
+    assert!(h.sent.is_empty(), "not before the retry interval");
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).len(),
+        1,
+        "one lookup for both waiting sends"
+    );
+    h.answer_no_route();
+    h.answer_no_route();
+    assert!(h.results.len() == 1, "both still wait: {:?}", h.results);
+
+    // The broker registers again: the next lookup finds it, and both sends are stored.
+    h.advance(Duration::from_millis(200));
+    h.answer_route(false);
+    h.advance(Duration::from_secs(1)); // the reconnect backoff of the lost broker
+    h.connect_all(&[]);
+    assert_eq!(h.requests(RequestCode::SEND_MESSAGE_V2).len(), 2);
+    h.answer_send();
+    h.answer_send();
+    for send in [first, second] {
+        assert!(
+            h.result(send).is_some_and(|(_, r, _)| r.is_ok()),
+            "{:?}",
+            h.results
+        );
+    }
+}
+
+/// A send whose topic never gets a route fails with `NoRoute` at its send timeout, having
+/// asked the name server no more often than every `route_retry_interval`.
+#[test]
+fn a_send_without_a_route_fails_at_its_send_timeout() {
+    let mut h = Harness::new(Harness::config());
+    let send = h.send("m");
+    h.connect_all(&[]);
+    let mut lookups = 0;
+    while h.result(send).is_none() {
+        assert!(lookups < 40, "still asking after {lookups} lookups");
+        if h.requests(RequestCode::GET_ROUTEINFO_BY_TOPIC).is_empty() {
+            h.advance(Duration::from_millis(50));
+        } else {
+            lookups += 1;
+            h.answer_no_route();
+        }
+    }
+    // Two lookups (the topic, the default topic) every 200 ms for 3 s.
+    assert!((28..=32).contains(&lookups), "{lookups} lookups");
+    assert!(matches!(
+        h.result(send),
+        Some((_, Err(SendError::NoRoute { topic }), _)) if topic == "T"
+    ));
+}
+
+/// A broker that refuses connections (down, or restarting) is tried again after each
+/// reconnect backoff until the send timeout, without using up the send's retries: nothing was
+/// written, so nothing can be stored twice.
+#[test]
+fn refused_connections_do_not_use_up_the_retries() {
+    let mut config = Harness::config();
+    config.retries = 0;
+    config.send_timeout = Duration::from_secs(10);
+    let mut h = Harness::new(config);
+    let send = h.send("m");
+    h.connect_all(&[]);
+    h.answer_route(false);
+    for refusal in 0..3 {
+        assert_eq!(h.opening.len(), 1, "dialled again after refusal {refusal}");
+        h.connect_all(&["a:10911"]);
+        assert!(h.result(send).is_none(), "{:?}", h.results);
+        // The failure may mean the route moved: it is asked for again.
+        h.answer_route(false);
+        h.advance(Duration::from_secs(1));
+    }
+    h.connect_all(&[]);
+    h.answer_send();
+    assert!(h.result(send).is_some_and(|(_, r, _)| r.is_ok()));
 }

@@ -88,10 +88,24 @@ impl<R: Runtime> ProducerBuilder<R> {
         self
     }
 
-    /// How long one send may take, retries included (3 s).
+    /// How long one send may take, retries and waits for a route included (3 s). A send rides
+    /// out a broker restart that ends within it: while the name servers know no route for the
+    /// topic it asks again every `route_retry_interval` (200 ms), and a broker that refuses
+    /// connections is dialled again after the reconnect backoff (1 s) without using up a retry.
+    /// A minute covers a 4.9 broker's restart on most machines; see the README's
+    /// "Reliability" section for measured recovery times.
     #[must_use]
     pub fn send_timeout(mut self, timeout: Duration) -> Self {
         self.config.send_timeout = timeout;
+        self
+    }
+
+    /// How long one request of a send waits for its answer before the next attempt (3 s, and
+    /// never past the send timeout): with a long send timeout, a broker that stopped answering
+    /// costs this, not the whole send.
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
         self
     }
 
