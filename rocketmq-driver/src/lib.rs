@@ -66,7 +66,7 @@ pub use consumer_core::is_access_refusal;
 pub use consumer_core::namespace::Namespace;
 pub use consumer_core::pop::{PopEvent, PopMessage, PopShutdownReport, PopStats, Receipt};
 pub use consumer_core::producer::{
-    ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
+    DEFAULT_TOPIC, ProducerConfig, ProducerMessage, SendError, SendResult, SendStatus,
 };
 pub use consumer_core::rate::RateLimit;
 pub use consumer_core::rebalance::{

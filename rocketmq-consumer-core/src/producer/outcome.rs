@@ -30,6 +30,10 @@ pub struct SendResult {
     pub msg_ids: Vec<String>,
     /// The broker's offset message id of each message (store host and commit-log offset).
     pub offset_msg_ids: Vec<String>,
+    /// Attempts before the one that stored it: after a failed attempt, or a connection that
+    /// could not be opened (0 when the first attempt stored it). Waits for a route are not
+    /// attempts.
+    pub retries: u32,
 }
 
 /// Why a send failed.

@@ -83,6 +83,8 @@ pub struct SendPlan {
     lookup_error: Option<SendError>,
     /// How long one request may wait for its answer (within the deadline).
     request_timeout: std::time::Duration,
+    /// Attempts made again after a failure ([`SendResult::retries`]).
+    retried: u32,
     stage: Stage,
     signer: Signer,
 }
@@ -99,6 +101,7 @@ impl SendPlan {
             use_cached: false,
             lookup_error: None,
             request_timeout: config.request_timeout,
+            retried: 0,
             stage: Stage::Start,
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
         }
@@ -239,7 +242,10 @@ impl SendPlan {
                 let outcome =
                     answer.and_then(|response| self.prepared.interpret(&target, &response));
                 self.stage = match outcome {
-                    Ok(result) => Stage::Done(Some(Ok(result))),
+                    Ok(result) => Stage::Done(Some(Ok(SendResult {
+                        retries: self.retried,
+                        ..result
+                    }))),
                     Err(error) => self.after_failure(routes, now, &target, error, false),
                 };
             }
@@ -296,6 +302,7 @@ impl SendPlan {
             return Stage::Done(Some(Err(error)));
         }
         self.failed_broker = Some(target.queue.broker_name().to_owned());
+        self.retried += 1;
         Stage::Start
     }
 

@@ -219,6 +219,7 @@ impl Prepared {
             queue_offset: header.queue_offset,
             msg_ids: self.msg_ids.clone(),
             offset_msg_ids: header.msg_id.split(',').map(str::to_owned).collect(),
+            retries: 0,
         })
     }
 }

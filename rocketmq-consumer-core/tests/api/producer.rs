@@ -490,5 +490,7 @@ fn refused_connections_do_not_use_up_the_retries() {
     }
     h.connect_all(&[]);
     h.answer_send();
-    assert!(h.result(send).is_some_and(|(_, r, _)| r.is_ok()));
+    let (_, result, _) = h.result(send).expect("the send is over");
+    let stored = result.as_ref().expect("stored once the broker accepts");
+    assert_eq!(stored.retries, 3, "each refused connection was a retry");
 }
