@@ -9,6 +9,7 @@ mod support;
 mod scenario {
     pub(crate) mod broker_restart;
     pub(crate) mod broker_scenario;
+    pub(crate) mod restart_readers;
 }
 
 use scenario::broker_restart;

@@ -69,7 +69,8 @@ pub struct PopConfig {
     /// a delivery that succeeds is acked with one `BATCH_ACK_MESSAGE` per broker.
     pub consume_batch_size: usize,
     /// After a refused or failed pop, wait this long (Java `pullTimeDelayMillsWhenException`,
-    /// 3 s; also after `POLLING_FULL`).
+    /// 3 s; also after `POLLING_FULL`). A pop whose connection was lost or refused goes again
+    /// after `reconnect_backoff` instead, when the broker may be dialled again.
     pub exception_backoff: Duration,
     /// Ask each broker to set the group's request mode of a subscribed topic to POP before the
     /// first assignment (`SET_MESSAGE_REQUEST_MODE`; Java leaves it to `mqadmin`).

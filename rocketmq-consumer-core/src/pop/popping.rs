@@ -147,6 +147,14 @@ impl PopConsumer {
         receive: Option<RequestId>,
         reason: FailureReason,
     ) {
+        // A lost or refused connection (a broker restarting) is dialled again after the
+        // reconnect backoff, and the pop goes then, as the push consumer's pulls go again after
+        // `pull_backoff`: the 3 s exception backoff on top would keep a restarted broker's
+        // messages waiting up to 3 s after it registered again.
+        let after = match reason {
+            FailureReason::Disconnected => self.config.reconnect_backoff,
+            _ => self.config.exception_backoff,
+        };
         if let Some(request) = receive {
             self.outputs.push_back(PopOutput::Event(PopEvent::Received {
                 request,
@@ -154,7 +162,7 @@ impl PopConsumer {
             }));
         }
         if let Some(seq) = poller {
-            self.poll_later(now, seq, self.config.exception_backoff);
+            self.poll_later(now, seq, after);
         }
     }
 
