@@ -91,18 +91,30 @@ pub fn call(addr: &str, request: Command) -> Command {
 
 /// The route of `topic`, or `None` while the name server does not know it.
 pub fn route(namesrv: &str, topic: &str) -> Option<TopicRouteData> {
+    try_route(namesrv, topic).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The route of `topic` (`None` while the name server does not know it), or why the name
+/// server could not be asked: for watchers that must outlive a failed request.
+pub fn try_route(namesrv: &str, topic: &str) -> Result<Option<TopicRouteData>, String> {
     let header = GetRouteInfoRequest {
         topic: topic.to_owned(),
         accept_standard_json_only: Some(true),
     };
-    let response = call(
-        namesrv,
-        Command::request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header),
-    );
+    let mut client = BlockingClient::connect(namesrv, TIMEOUT)
+        .map_err(|e| format!("connect to {namesrv}: {e}"))?;
+    let response = client
+        .call(
+            Command::request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header),
+            TIMEOUT,
+        )
+        .map_err(|e| format!("request to {namesrv}: {e}"))?;
     if response.response_code() != ResponseCode::SUCCESS {
-        return None;
+        return Ok(None);
     }
-    Some(TopicRouteData::decode(&response.body).expect("the name server's route data decodes"))
+    TopicRouteData::decode(&response.body)
+        .map(Some)
+        .map_err(|e| format!("the name server's route data does not decode: {e}"))
 }
 
 /// The master address of broker `name`, from the route of any topic it serves.

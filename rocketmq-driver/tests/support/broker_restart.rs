@@ -33,7 +33,7 @@ use driver::prelude::*;
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
-use rocketmq_tests::{route, unique};
+use rocketmq_tests::{try_route, unique};
 
 /// Messages the producer streams, one after the other.
 const STREAM: usize = 1_600;
@@ -110,7 +110,12 @@ fn watch_registration(namesrv: String, topic: String) -> std::thread::JoinHandle
             // When it was asked, not when it answered: a name server busy with the restart
             // may answer late, and what it answers held when the request came.
             let now = Instant::now();
-            let listed = route(&namesrv, &topic).is_some_and(|r| !r.queue_datas.is_empty());
+            // A request that failed says nothing either way: asked again next time.
+            let Ok(found) = try_route(&namesrv, &topic) else {
+                std::thread::sleep(WATCH_EVERY);
+                continue;
+            };
+            let listed = found.is_some_and(|r| !r.queue_datas.is_empty());
             match (listed, seen.gone) {
                 (false, None) => seen.gone = Some(now),
                 (true, Some(_)) => {

@@ -222,8 +222,12 @@ struct Stream {
 
 impl Stream {
     fn start<R: Runtime>(namesrv: &str, topic: &str) -> Self {
+        // The master's return reaches the producer with its next route fetch: every 30 s by
+        // default (Java's `pollNameServerInterval`), which the wait for the stream to reach
+        // broker-a again (60 s) would sit on; 5 s here, as the consumer's route refresh.
         let producer = driver::Producer::<R>::builder(unique("failover-producer"))
             .name_server(namesrv)
+            .configure(|c| c.route_ttl = Duration::from_secs(5))
             .build()
             .expect("the producer's configuration is valid");
         let acked = Arc::new(Mutex::new(Vec::new()));
