@@ -191,6 +191,21 @@ impl Harness {
         self.respond(request, response);
     }
 
+    /// One send stored, so the name server's and the broker's connections are open and the
+    /// route is cached; returns the connection to the broker (`a:10911`).
+    fn warm_up(&mut self) -> ConnId {
+        self.send("warm");
+        self.connect_all(&[]);
+        self.answer_route(false);
+        self.connect_all(&[]);
+        self.answer_send();
+        self.open
+            .iter()
+            .find(|(_, a)| a == "a:10911")
+            .map(|(c, _)| *c)
+            .expect("the broker's connection is open")
+    }
+
     fn advance(&mut self, by: Duration) {
         self.now += by;
         self.producer.handle_timeout(self.now);
@@ -305,12 +320,7 @@ fn a_silent_broker_connection_is_closed_after_three_timeouts_in_a_row() {
     let mut config = Harness::config();
     config.retries = 0;
     let mut h = Harness::new(config);
-    h.send("warm");
-    h.connect_all(&[]);
-    h.answer_route(false);
-    h.connect_all(&[]);
-    h.answer_send();
-    let broker_conn = h.open.iter().find(|(_, a)| a == "a:10911").map(|(c, _)| *c);
+    let broker_conn = h.warm_up();
     // The broker stops answering: three sends time out (3 s each), the connection is closed.
     for i in 0..3 {
         let send = h.send(&format!("lost{i}"));
@@ -322,7 +332,7 @@ fn a_silent_broker_connection_is_closed_after_three_timeouts_in_a_row() {
         ));
         h.sent.clear();
     }
-    assert_eq!(h.closed, broker_conn.into_iter().collect::<Vec<_>>());
+    assert_eq!(h.closed, [broker_conn]);
     // The next send asks for the route again (the broker may have left it), then opens a new
     // connection (after the backoff) and works.
     let send = h.send("after");
@@ -388,13 +398,7 @@ fn a_send_without_a_route_asks_again_until_the_broker_is_back() {
     let mut config = Harness::config();
     config.send_timeout = Duration::from_secs(10);
     let mut h = Harness::new(config);
-    h.send("warm");
-    h.connect_all(&[]);
-    h.answer_route(false);
-    h.connect_all(&[]);
-    h.answer_send();
-    let broker = h.open.iter().find(|(_, a)| a == "a:10911").map(|(c, _)| *c);
-    let broker = broker.expect("the broker's connection is open");
+    let broker = h.warm_up();
 
     // The broker is killed: its connection drops, and the name server forgets it.
     h.producer
