@@ -191,11 +191,8 @@ impl SendPlan {
                     self.stage = match routes.choose(&self.prepared, self.failed_broker.as_deref())
                     {
                         Ok(target) => Stage::Sending(target),
-                        Err(error) => {
-                            // A route without a writable queue: asked again after the interval.
-                            let at = routes.next_lookup(&topic, now).unwrap_or(now);
-                            self.wait_or_fail(at, error)
-                        }
+                        // A route without a writable queue: asked again after the interval.
+                        Err(error) => self.wait_for_lookup(routes, &topic, now, error),
                     }
                 }
             }
@@ -232,8 +229,7 @@ impl SendPlan {
                     // the routes): ask again shortly, while the send has time.
                     Err(error @ SendError::NoRoute { .. }) => {
                         routes.no_route(&topic, now);
-                        let at = routes.next_lookup(&topic, now).unwrap_or(now);
-                        self.stage = self.wait_or_fail(at, error);
+                        self.stage = self.wait_for_lookup(routes, &topic, now, error);
                     }
                     Err(error) => self.stage = Stage::Done(Some(Err(error))),
                 }
@@ -268,6 +264,18 @@ impl SendPlan {
                 self.handle_answer(routes, now, Err(error));
             }
         }
+    }
+
+    /// Waits for the next lookup of `topic` the route cache allows (at once when it allows one
+    /// now), or ends the send with `error` if that comes after its deadline.
+    fn wait_for_lookup(
+        &self,
+        routes: &Routes,
+        topic: &str,
+        now: Instant,
+        error: SendError,
+    ) -> Stage {
+        self.wait_or_fail(routes.next_lookup(topic, now).unwrap_or(now), error)
     }
 
     /// Waits until `at` if the send's deadline comes later, else ends the send with `error`.
