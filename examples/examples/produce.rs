@@ -1,0 +1,173 @@
+//! A producer driven without any async runtime: one loop thread owns the core's `Producer`,
+//! plain threads move bytes ([`Sockets`]).
+//!
+//! ```text
+//! cargo run -p rocketmq-examples --example produce -- \
+//!     --namesrv 127.0.0.1:9876 --topic T --count 100
+//! ```
+//!
+//! Sends `--count` messages (bodies `<prefix><n>`), at most `--in-flight` at a time, waits for
+//! every receipt, and prints one line per message on standard output (`queue-id offset msg-id
+//! body`). Failed sends are reported on standard error and make the exit status 1. Ctrl-C
+//! stops starting new sends; those in flight are waited for.
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Instant;
+
+use clap::Parser;
+use consumer_core::producer::{
+    Prepared, Producer, ProducerConfig, ProducerMessage, ProducerOutput, UniqueIds,
+};
+use rocketmq_examples::{Io, Sockets, host, parse_redirect};
+
+/// Send messages with the sans-IO core on plain threads.
+#[derive(Parser, Debug)]
+struct Args {
+    /// The name server.
+    #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+    namesrv: String,
+    /// The topic.
+    #[arg(long)]
+    topic: String,
+    /// The producer group.
+    #[arg(long, default_value = "embedded-producer")]
+    group: String,
+    /// How many messages to send.
+    #[arg(long, default_value_t = 1)]
+    count: u64,
+    /// Each body is this prefix and the message's number.
+    #[arg(long, default_value = "message-")]
+    prefix: String,
+    /// Sends in flight at most.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    in_flight: u64,
+    /// Connect to TO wherever the cluster names FROM (`host:port=host:port`, repeatable).
+    #[arg(long, value_parser = parse_redirect)]
+    redirect: Vec<(String, String)>,
+}
+
+/// Everything the loop waits for, on one channel.
+enum Input {
+    /// Something happened on a connection.
+    Io(Io),
+    /// Ctrl-C.
+    Stop,
+}
+
+impl From<Io> for Input {
+    fn from(io: Io) -> Self {
+        Self::Io(io)
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(failed) => {
+            eprintln!("produce: {failed} of {} sends failed", args.count);
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("produce: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sends every message; returns how many failed.
+fn run(args: &Args) -> Result<u64, Box<dyn Error>> {
+    let (inputs, received) = mpsc::channel();
+    let interrupt = inputs.clone();
+    ctrlc::set_handler(move || {
+        let _ = interrupt.send(Input::Stop);
+    })?;
+
+    let config = ProducerConfig::new(args.group.as_str(), vec![args.namesrv.clone()]);
+    let mut sockets = Sockets::new(inputs, config.connect_timeout);
+    for (from, to) in &args.redirect {
+        sockets.redirect(from.clone(), to.clone());
+    }
+    let ip = match host::local_ip(&args.namesrv) {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    };
+    let mut ids = UniqueIds::new(&ip, std::process::id(), 0, host::unix_ms());
+    let mut producer = Producer::new(config.clone())?;
+
+    let mut to_send = args.count;
+    let (mut started, mut finished, mut failed) = (0, 0, 0);
+    let mut bodies = BTreeMap::new();
+    while finished < to_send {
+        // 1. Start sends while there is room.
+        while started < to_send && finished + args.in_flight > started {
+            let body = format!("{}{started}", args.prefix);
+            let message = ProducerMessage::new(body.as_str());
+            let prepared =
+                Prepared::single(&config, &args.topic, message, &mut ids, host::unix_ms())?;
+            bodies.insert(producer.send(Instant::now(), prepared), body);
+            started += 1;
+        }
+
+        // 2. Carry out everything it caused.
+        while let Some(output) = producer.poll_output() {
+            match output {
+                ProducerOutput::Wire(wire) => sockets.handle_wire(wire),
+                ProducerOutput::Sent { send, result, peer } => {
+                    finished += 1;
+                    let body = bodies.remove(&send).unwrap_or_default();
+                    match result {
+                        Ok(sent) => println!(
+                            "{} {} {} {body}",
+                            sent.queue.queue_id(),
+                            sent.queue_offset,
+                            sent.msg_ids.join(",")
+                        ),
+                        Err(e) => {
+                            failed += 1;
+                            eprintln!("send of {body} failed ({peer}): {e}");
+                        }
+                    }
+                }
+            }
+        }
+        if finished >= to_send {
+            break;
+        }
+
+        // 3. Sleep until the next timeout or something arrives; feed it in; fire what is due.
+        let input = match producer.poll_timeout() {
+            Some(at) => received.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => received.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        let now = Instant::now();
+        match input {
+            Ok(Input::Io(io)) if sockets.is_live(&io) => match io {
+                Io::Connected(conn) => producer.handle_connected(now, conn),
+                Io::Frame(conn, command) => producer.handle_command(now, conn, command),
+                Io::Lost(conn, why) => producer.handle_disconnected(now, conn, &why),
+            },
+            Ok(Input::Io(_)) | Err(RecvTimeoutError::Timeout) => {}
+            // Those in flight finish; no new ones start.
+            Ok(Input::Stop) => to_send = started,
+            Err(RecvTimeoutError::Disconnected) => {
+                unreachable!("the loop holds a sender of its own channel")
+            }
+        }
+        if producer.poll_timeout().is_some_and(|at| at <= now) {
+            producer.handle_timeout(now);
+        }
+    }
+    producer.close();
+    while let Some(output) = producer.poll_output() {
+        if let ProducerOutput::Wire(wire) = output {
+            sockets.handle_wire(wire);
+        }
+    }
+    sockets.close_all();
+    eprintln!("sent {} of {} messages", finished - failed, args.count);
+    Ok(failed)
+}
