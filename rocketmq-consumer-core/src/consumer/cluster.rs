@@ -118,14 +118,13 @@ impl ClusterView {
     }
 
     /// The address to pull from: the suggested node, else the master, else any
-    /// (`findBrokerAddressInSubscribe`); and whether it is the master.
-    pub(crate) fn pull_addr(&self, broker: &str, id: i64) -> Option<(String, bool)> {
+    /// (`findBrokerAddressInSubscribe`).
+    pub(crate) fn pull_addr(&self, broker: &str, id: i64) -> Option<String> {
         let ids = self.brokers.get(broker)?;
-        let (id, addr) = ids
-            .get_key_value(&id)
-            .or_else(|| ids.get_key_value(&MASTER_ID))
-            .or_else(|| ids.iter().next())?;
-        Some((addr.clone(), *id == MASTER_ID))
+        ids.get(&id)
+            .or_else(|| ids.get(&MASTER_ID))
+            .or_else(|| ids.values().next())
+            .cloned()
     }
 
     /// Whether `addr` is a broker node of some route.
@@ -190,13 +189,13 @@ mod tests {
             None,
             "locks only ever go to the master"
         );
-        assert_eq!(view.pull_addr("b", 0), Some(("s:1".to_owned(), false)));
+        assert_eq!(view.pull_addr("b", 0), Some("s:1".to_owned()));
         assert!(!view.is_broker("m:1"));
         // The master comes back: a new address, so it is told about us again.
         let back = route(&[("b", &[(0, "m:1"), (1, "s:1")])]);
         assert!(view.update_route("T", back).new_broker);
-        assert_eq!(view.pull_addr("b", 1), Some(("s:1".to_owned(), false)));
-        assert_eq!(view.pull_addr("b", 0), Some(("m:1".to_owned(), true)));
+        assert_eq!(view.pull_addr("b", 1), Some("s:1".to_owned()));
+        assert_eq!(view.pull_addr("b", 0), Some("m:1".to_owned()));
     }
 
     #[test]
