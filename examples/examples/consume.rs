@@ -130,13 +130,16 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
                 Output::Deliver(delivery) => handlers.run(delivery),
                 Output::Event(Event::Closed(report)) => {
                     sockets.close_all();
+                    let committed: Vec<String> = (report.committed.iter())
+                        .map(|(queue, offset)| format!("{queue:?}={offset}"))
+                        .collect();
                     eprintln!(
                         "consumed {consumed} messages; shutdown: {} deliveries drained, {} \
-                         abandoned, {} queues committed, {} unconfirmed",
+                         abandoned, committed [{}], unconfirmed {:?}",
                         report.drained,
                         report.abandoned,
-                        report.committed.len(),
-                        report.uncommitted.len()
+                        committed.join(" "),
+                        report.uncommitted
                     );
                     return Ok(report);
                 }
