@@ -113,6 +113,7 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
     }
     let instance = consumer_core::default_instance_name(std::process::id(), host::unix_nanos());
     let client_id = consumer_core::client_id(&host::local_ip(&args.namesrv).to_string(), &instance);
+    // ANCHOR: embedding
     let start = Instant::now();
     let mut consumer = Consumer::new(config, client_id, start, host::unix_ms())?;
     consumer.subscribe(start, &args.topic, &args.expression)?;
@@ -130,17 +131,7 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
                 Output::Deliver(delivery) => handlers.run(delivery),
                 Output::Event(Event::Closed(report)) => {
                     sockets.close_all();
-                    let committed: Vec<String> = (report.committed.iter())
-                        .map(|(queue, offset)| format!("{queue:?}={offset}"))
-                        .collect();
-                    eprintln!(
-                        "consumed {consumed} messages; shutdown: {} deliveries drained, {} \
-                         abandoned, committed [{}], unconfirmed {:?}",
-                        report.drained,
-                        report.abandoned,
-                        committed.join(" "),
-                        report.uncommitted
-                    );
+                    print_report(consumed, &report);
                     return Ok(report);
                 }
                 Output::Event(event) => eprintln!("event: {event:?}"),
@@ -205,6 +196,24 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
             consumer.handle_timeout(now);
         }
     }
+    // ANCHOR_END: embedding
+}
+
+/// The shutdown report, on standard error.
+fn print_report(consumed: u64, report: &ShutdownReport) {
+    let committed: Vec<String> = report
+        .committed
+        .iter()
+        .map(|(queue, offset)| format!("{queue:?}={offset}"))
+        .collect();
+    eprintln!(
+        "consumed {consumed} messages; shutdown: {} deliveries drained, {} abandoned, \
+         committed [{}], unconfirmed {:?}",
+        report.drained,
+        report.abandoned,
+        committed.join(" "),
+        report.uncommitted
+    );
 }
 
 /// The handler, on a few threads: each delivery is printed, then reported done on the loop's

@@ -8,5 +8,7 @@ mod connection_break_loses_nothing;
 mod no_async_runtime;
 #[path = "embedded/produced_once_consumed_once.rs"]
 mod produced_once_consumed_once;
+#[path = "embedded/readme_shows_the_loop.rs"]
+mod readme_shows_the_loop;
 #[path = "embedded/support.rs"]
 mod support;
