@@ -14,7 +14,7 @@
 use std::error::Error;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -24,17 +24,13 @@ use consumer_core::{
     ConsumeFrom, ConsumeOutcome, Consumer, ConsumerConfig, Delivery, DeliveryId, Event, Output,
     ShutdownReport,
 };
-use rocketmq_examples::{Io, Sockets, host, parse_redirect};
+use rocketmq_examples::{ClusterArgs, Io, host};
 
 /// Consume a topic with the sans-IO core on plain threads.
 #[derive(Parser, Debug)]
 struct Args {
-    /// The name server.
-    #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-    namesrv: String,
-    /// The topic.
-    #[arg(long)]
-    topic: String,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// The consumer group.
     #[arg(long)]
     group: String,
@@ -48,15 +44,18 @@ struct Args {
     #[arg(long)]
     count: Option<u64>,
     /// Shut down after this many seconds without a message.
-    #[arg(long)]
-    idle_exit: Option<f64>,
+    #[arg(long, value_parser = parse_seconds)]
+    idle_exit: Option<Duration>,
     /// Handler threads.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
-    /// Connect to TO wherever the cluster names FROM (`host:port=host:port`, repeatable): a
-    /// broker behind NAT, or a proxy.
-    #[arg(long, value_parser = parse_redirect)]
-    redirect: Vec<(String, String)>,
+}
+
+fn parse_seconds(arg: &str) -> Result<Duration, String> {
+    arg.parse::<f64>()
+        .ok()
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| format!("expected a number of seconds, got {arg:?}"))
 }
 
 fn parse_from(arg: &str) -> Result<ConsumeFrom, String> {
@@ -100,26 +99,20 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
     let (inputs, received) = mpsc::channel();
-    let interrupt = inputs.clone();
-    ctrlc::set_handler(move || {
-        let _ = interrupt.send(Input::Stop);
-    })?;
+    rocketmq_examples::stop_on_ctrl_c(&inputs, || Input::Stop)?;
 
-    let mut config = ConsumerConfig::new(args.group.as_str(), vec![args.namesrv.clone()]);
+    let namesrv = &args.cluster.namesrv;
+    let mut config = ConsumerConfig::new(args.group.as_str(), vec![namesrv.clone()]);
     config.consume_from = args.from;
-    let mut sockets = Sockets::new(inputs.clone(), config.connect_timeout);
-    for (from, to) in &args.redirect {
-        sockets.redirect(from.clone(), to.clone());
-    }
+    let mut sockets = args.cluster.sockets(inputs.clone(), config.connect_timeout);
     let instance = consumer_core::default_instance_name(std::process::id(), host::unix_nanos());
-    let client_id = consumer_core::client_id(&host::local_ip(&args.namesrv).to_string(), &instance);
+    let client_id = consumer_core::client_id(&host::local_ip(namesrv).to_string(), &instance);
     // ANCHOR: embedding
     let start = Instant::now();
     let mut consumer = Consumer::new(config, client_id, start, host::unix_ms())?;
-    consumer.subscribe(start, &args.topic, &args.expression)?;
+    consumer.subscribe(start, &args.cluster.topic, &args.expression)?;
     let handlers = Handlers::start(args.threads, &inputs)?;
 
-    let idle_exit = args.idle_exit.map(Duration::from_secs_f64);
     let mut consumed = 0;
     let mut last_message = start;
     let mut stopping = false;
@@ -144,22 +137,20 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
         }
 
         // 2. Sleep until the core's next timeout, or until something arrives.
-        let idle_at = idle_exit
+        let idle_at = args
+            .idle_exit
             .filter(|_| !stopping)
             .map(|idle| last_message + idle);
         let wake_at = [consumer.poll_timeout(), idle_at]
             .into_iter()
             .flatten()
             .min();
-        let input = match wake_at {
-            Some(at) => received.recv_timeout(at.saturating_duration_since(Instant::now())),
-            None => received.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        let input = rocketmq_examples::next_input(&received, wake_at);
 
         // 3. Feed it in, with the time now; then fire what is due.
         let now = Instant::now();
         match input {
-            Ok(Input::Io(io)) if sockets.is_live(&io) => match io {
+            Some(Input::Io(io)) if sockets.is_live(&io) => match io {
                 Io::Connected(conn) => consumer.handle_connected(now, conn),
                 Io::Frame(conn, command) => consumer.handle_command(now, conn, command),
                 Io::Lost(conn, why) => {
@@ -167,8 +158,8 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
                     consumer.handle_disconnected(now, conn);
                 }
             },
-            Ok(Input::Io(_)) => {}
-            Ok(Input::Done(delivery, messages)) => {
+            Some(Input::Io(_)) => {}
+            Some(Input::Done(delivery, messages)) => {
                 consumer.complete(now, delivery, ConsumeOutcome::Success);
                 consumed += messages as u64;
                 last_message = now;
@@ -177,19 +168,18 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
                     consumer.shutdown(now);
                 }
             }
-            Ok(Input::Stop) if stopping => return Err("interrupted twice: exiting at once".into()),
-            Ok(Input::Stop) => {
+            Some(Input::Stop) if stopping => {
+                return Err("interrupted twice: exiting at once".into());
+            }
+            Some(Input::Stop) => {
                 stopping = true;
                 consumer.shutdown(now);
             }
-            Err(RecvTimeoutError::Timeout) => {
+            None => {
                 if idle_at.is_some_and(|at| at <= now) {
                     stopping = true;
                     consumer.shutdown(now);
                 }
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                unreachable!("the loop holds a sender of its own channel")
             }
         }
         if consumer.poll_timeout().is_some_and(|at| at <= now) {

@@ -14,24 +14,20 @@
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::process::ExitCode;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use clap::Parser;
 use consumer_core::producer::{
     Prepared, Producer, ProducerConfig, ProducerMessage, ProducerOutput, UniqueIds,
 };
-use rocketmq_examples::{Io, Sockets, host, parse_redirect};
+use rocketmq_examples::{ClusterArgs, Io, host};
 
 /// Send messages with the sans-IO core on plain threads.
 #[derive(Parser, Debug)]
 struct Args {
-    /// The name server.
-    #[arg(long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
-    namesrv: String,
-    /// The topic.
-    #[arg(long)]
-    topic: String,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// The producer group.
     #[arg(long, default_value = "embedded-producer")]
     group: String,
@@ -44,9 +40,6 @@ struct Args {
     /// Sends in flight at most.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     in_flight: u64,
-    /// Connect to TO wherever the cluster names FROM (`host:port=host:port`, repeatable).
-    #[arg(long, value_parser = parse_redirect)]
-    redirect: Vec<(String, String)>,
 }
 
 /// Everything the loop waits for, on one channel.
@@ -81,17 +74,12 @@ fn main() -> ExitCode {
 /// Sends every message; returns how many failed.
 fn run(args: &Args) -> Result<u64, Box<dyn Error>> {
     let (inputs, received) = mpsc::channel();
-    let interrupt = inputs.clone();
-    ctrlc::set_handler(move || {
-        let _ = interrupt.send(Input::Stop);
-    })?;
+    rocketmq_examples::stop_on_ctrl_c(&inputs, || Input::Stop)?;
 
-    let config = ProducerConfig::new(args.group.as_str(), vec![args.namesrv.clone()]);
-    let mut sockets = Sockets::new(inputs, config.connect_timeout);
-    for (from, to) in &args.redirect {
-        sockets.redirect(from.clone(), to.clone());
-    }
-    let ip = match host::local_ip(&args.namesrv) {
+    let (namesrv, topic) = (&args.cluster.namesrv, &args.cluster.topic);
+    let config = ProducerConfig::new(args.group.as_str(), vec![namesrv.clone()]);
+    let mut sockets = args.cluster.sockets(inputs, config.connect_timeout);
+    let ip = match host::local_ip(namesrv) {
         std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
         std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
     };
@@ -106,8 +94,7 @@ fn run(args: &Args) -> Result<u64, Box<dyn Error>> {
         while started < to_send && finished + args.in_flight > started {
             let body = format!("{}{started}", args.prefix);
             let message = ProducerMessage::new(body.as_str());
-            let prepared =
-                Prepared::single(&config, &args.topic, message, &mut ids, host::unix_ms())?;
+            let prepared = Prepared::single(&config, topic, message, &mut ids, host::unix_ms())?;
             bodies.insert(producer.send(Instant::now(), prepared), body);
             started += 1;
         }
@@ -139,23 +126,17 @@ fn run(args: &Args) -> Result<u64, Box<dyn Error>> {
         }
 
         // 3. Sleep until the next timeout or something arrives; feed it in; fire what is due.
-        let input = match producer.poll_timeout() {
-            Some(at) => received.recv_timeout(at.saturating_duration_since(Instant::now())),
-            None => received.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        let input = rocketmq_examples::next_input(&received, producer.poll_timeout());
         let now = Instant::now();
         match input {
-            Ok(Input::Io(io)) if sockets.is_live(&io) => match io {
+            Some(Input::Io(io)) if sockets.is_live(&io) => match io {
                 Io::Connected(conn) => producer.handle_connected(now, conn),
                 Io::Frame(conn, command) => producer.handle_command(now, conn, command),
                 Io::Lost(conn, why) => producer.handle_disconnected(now, conn, &why),
             },
-            Ok(Input::Io(_)) | Err(RecvTimeoutError::Timeout) => {}
+            Some(Input::Io(_)) | None => {}
             // Those in flight finish; no new ones start.
-            Ok(Input::Stop) => to_send = started,
-            Err(RecvTimeoutError::Disconnected) => {
-                unreachable!("the loop holds a sender of its own channel")
-            }
+            Some(Input::Stop) => to_send = started,
         }
         if producer.poll_timeout().is_some_and(|at| at <= now) {
             producer.handle_timeout(now);

@@ -226,6 +226,35 @@ pub(crate) fn produce(namesrv: &str, topic: &str, prefix: &str, count: usize) ->
     Running::start("produce", &args).finish()
 }
 
+/// Starts the `consume` example: `group` on `topic`, from the first offset where the group
+/// committed none, with `extra` arguments.
+pub(crate) fn consume(namesrv: &str, topic: &str, group: &str, extra: &[&str]) -> Running {
+    let mut args = vec![
+        "--namesrv",
+        namesrv,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--from",
+        "first",
+    ];
+    args.extend_from_slice(extra);
+    Running::start("consume", &args)
+}
+
+/// Fails the test unless a new run of `group` receives nothing from `topic` within 5 s (it
+/// would within the first second of an assignment): every offset was committed.
+/// `first_run` is what the run before printed on standard error, for the failure.
+pub(crate) fn assert_all_committed(namesrv: &str, topic: &str, group: &str, first_run: &str) {
+    let again = consume(namesrv, topic, group, &["--count", "1", "--idle-exit", "5"]).finish();
+    assert!(
+        again.is_empty(),
+        "the group's offsets were committed, yet a second run received {again:?}; the first \
+         run's stderr:\n{first_run}"
+    );
+}
+
 /// The bodies of `lines`, each with how many times it appears.
 pub(crate) fn tally(lines: &[Line]) -> BTreeMap<&str, usize> {
     let mut tally = BTreeMap::new();
