@@ -4,6 +4,8 @@
 
 #[path = "embedded/connection_break_loses_nothing.rs"]
 mod connection_break_loses_nothing;
+#[path = "embedded/hostile_broker_bad_frames.rs"]
+mod hostile_broker_bad_frames;
 #[path = "embedded/no_async_runtime.rs"]
 mod no_async_runtime;
 #[path = "embedded/produced_once_consumed_once.rs"]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread;
@@ -171,7 +171,19 @@ impl Running {
     }
 
     /// [`Running::finish`], with what it printed on standard error.
-    pub(crate) fn finish_with_stderr(mut self) -> (Vec<Line>, String) {
+    pub(crate) fn finish_with_stderr(self) -> (Vec<Line>, String) {
+        let name = self.name;
+        let (status, lines, stderr) = self.exit();
+        assert!(
+            status.success(),
+            "{name} failed ({status}); stderr:\n{stderr}"
+        );
+        (lines, stderr)
+    }
+
+    /// Waits for it to exit, however it does (failing the test after [`RUN_TIMEOUT`]); returns
+    /// its status, every line it printed, and its standard error.
+    pub(crate) fn exit(mut self) -> (ExitStatus, Vec<Line>, String) {
         let deadline = Instant::now() + RUN_TIMEOUT;
         let status = loop {
             match self.child.try_wait().expect("poll the example's process") {
@@ -191,13 +203,7 @@ impl Running {
         self.seen.extend(self.lines.iter());
         // Give the stderr reader the pipe's last lines.
         thread::sleep(Duration::from_millis(50));
-        assert!(
-            status.success(),
-            "{} failed ({status}); stderr:\n{}",
-            self.name,
-            self.stderr()
-        );
-        (std::mem::take(&mut self.seen), self.stderr())
+        (status, std::mem::take(&mut self.seen), self.stderr())
     }
 }
 
