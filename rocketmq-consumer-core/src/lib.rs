@@ -13,6 +13,9 @@
 //!   [`Consumer::poll_timeout`], the time at which to call `handle_timeout` next.
 //!
 //! Time must not go backwards between calls; calling `handle_timeout` early is harmless.
+//! The workspace's `rocketmq-examples` crate drives a consumer and a producer this way on plain
+//! threads and `std::net` sockets, without any async runtime (README, "Embedding the consumer
+//! core", lists what a runtime must provide).
 //!
 //! ```no_run
 //! use std::time::{Instant, SystemTime, UNIX_EPOCH};
