@@ -255,6 +255,34 @@ impl Drop for Peer {
     }
 }
 
+/// A fake name server routing one topic to a fake broker, each playing its own [`Mode`] (the
+/// usual set-up: one of the two hostile, the other honest).
+pub struct Pair {
+    /// The name server; clients start here.
+    pub name_server: Peer,
+    /// The broker its route names.
+    pub broker: Peer,
+}
+
+impl Pair {
+    /// Starts a broker in `broker` mode, then a name server in `name_server` mode routing
+    /// `topic` to it.
+    pub fn start(topic: &str, name_server: Mode, broker: Mode) -> Self {
+        let broker = Peer::start(Role::Broker, broker);
+        let name_server = Peer::start(
+            Role::NameServer {
+                topic: topic.to_owned(),
+                broker: broker.addr(),
+            },
+            name_server,
+        );
+        Self {
+            name_server,
+            broker,
+        }
+    }
+}
+
 /// An address on loopback where nothing listens: a listener bound to an ephemeral port, its
 /// port taken, then dropped. (Another process could bind it in between; on a test machine
 /// that is rare, and a peer there would show up as accepted connections, not as a pass.)

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use driver::prelude::*;
 use futures_util::future::{self, Either};
-use rocketmq_tests::hostile::{self, GOOD_BODY, Mode, Peer, Role};
+use rocketmq_tests::hostile::{self, GOOD_BODY, Mode, Pair, Peer, Role};
 use rocketmq_tests::unique;
 
 /// How long each scenario watches the consumer (the trickle watches longer: see there).
@@ -325,14 +325,10 @@ pub(crate) async fn broker_breaks_the_framing<R: Runtime>(mode: Mode) {
     rss_baseline();
     hostile::capture_logs();
     let topic = unique("hostile-topic");
-    let broker = Peer::start(Role::Broker, mode);
-    let namesrv = Peer::start(
-        Role::NameServer {
-            topic: topic.clone(),
-            broker: broker.addr(),
-        },
-        Mode::Honest,
-    );
+    let Pair {
+        name_server: namesrv,
+        broker,
+    } = Pair::start(&topic, Mode::Honest, mode);
     let started = Instant::now();
     let (running, watch) = start::<R>(&namesrv.addr(), &topic);
     let samples = observe::<R>(&running, WINDOW).await;
@@ -398,14 +394,10 @@ pub(crate) async fn name_server_breaks_the_framing<R: Runtime>(mode: Mode) {
     rss_baseline();
     hostile::capture_logs();
     let topic = unique("hostile-topic");
-    let broker = Peer::start(Role::Broker, Mode::Honest);
-    let namesrv = Peer::start(
-        Role::NameServer {
-            topic: topic.clone(),
-            broker: broker.addr(),
-        },
-        mode,
-    );
+    let Pair {
+        name_server: namesrv,
+        broker,
+    } = Pair::start(&topic, mode, Mode::Honest);
     let started = Instant::now();
     let (running, watch) = start::<R>(&namesrv.addr(), &topic);
     let samples = observe::<R>(&running, WINDOW).await;
@@ -454,14 +446,10 @@ pub(crate) async fn name_server_trickles<R: Runtime>() {
     let window = Duration::from_secs(12);
     rss_baseline();
     let topic = unique("hostile-topic");
-    let broker = Peer::start(Role::Broker, Mode::Honest);
-    let namesrv = Peer::start(
-        Role::NameServer {
-            topic: topic.clone(),
-            broker: broker.addr(),
-        },
-        Mode::Trickle,
-    );
+    let Pair {
+        name_server: namesrv,
+        broker,
+    } = Pair::start(&topic, Mode::Trickle, Mode::Honest);
     let started = Instant::now();
     let (running, watch) = start::<R>(&namesrv.addr(), &topic);
     let samples = observe::<R>(&running, window).await;
@@ -535,14 +523,10 @@ pub(crate) async fn broker_sends_a_corrupt_batch<R: Runtime>() {
     let what = "broker CorruptBatch";
     rss_baseline();
     let topic = unique("hostile-topic");
-    let broker = Peer::start(Role::Broker, Mode::CorruptBatch);
-    let namesrv = Peer::start(
-        Role::NameServer {
-            topic: topic.clone(),
-            broker: broker.addr(),
-        },
-        Mode::Honest,
-    );
+    let Pair {
+        name_server: namesrv,
+        broker,
+    } = Pair::start(&topic, Mode::Honest, Mode::CorruptBatch);
     let started = Instant::now();
     let (running, watch) = start::<R>(&namesrv.addr(), &topic);
     let samples = observe::<R>(&running, WINDOW).await;

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use rocketmq_tests::hostile::{Mode, Peer, Role};
+use rocketmq_tests::hostile::{Mode, Pair};
 use rocketmq_tests::unique;
 
 use crate::support::consume;
@@ -15,17 +15,13 @@ use crate::support::consume;
 /// Runs the example against a broker answering pulls in `mode`; returns its standard error.
 fn consume_from_hostile_broker(mode: Mode) -> String {
     let topic = unique("Hostile");
-    let broker = Peer::start(Role::Broker, mode);
-    let namesrv = Peer::start(
-        Role::NameServer {
-            topic: topic.clone(),
-            broker: broker.addr(),
-        },
-        Mode::Honest,
-    );
+    let Pair {
+        name_server,
+        broker,
+    } = Pair::start(&topic, Mode::Honest, mode);
     let started = Instant::now();
     let (_, lines, stderr) = consume(
-        &namesrv.addr(),
+        &name_server.addr(),
         &topic,
         &unique("hostile"),
         &["--idle-exit", "4"],
