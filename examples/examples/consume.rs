@@ -83,13 +83,8 @@ impl From<Io> for Input {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(report) if report.uncommitted.is_empty() => ExitCode::SUCCESS,
-        Ok(report) => {
-            eprintln!("consume: no commit confirmed for {:?}", report.uncommitted);
-            ExitCode::FAILURE
-        }
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("consume: {e}");
             ExitCode::FAILURE
@@ -97,7 +92,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
+/// Consumes until the shutdown; fails when a final commit was not confirmed.
+fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let (inputs, received) = mpsc::channel();
     rocketmq_examples::stop_on_ctrl_c(&inputs, || Input::Stop)?;
 
@@ -125,7 +121,10 @@ fn run(args: &Args) -> Result<ShutdownReport, Box<dyn Error>> {
                 Output::Event(Event::Closed(report)) => {
                     sockets.close_all();
                     print_report(consumed, &report);
-                    return Ok(report);
+                    return match report.uncommitted.as_slice() {
+                        [] => Ok(()),
+                        queues => Err(format!("no commit confirmed for {queues:?}").into()),
+                    };
                 }
                 Output::Event(event) => eprintln!("event: {event:?}"),
                 // Only with `ConsumerConfig::revoke_hook`, off here: nothing to flush.

@@ -57,13 +57,8 @@ impl From<Io> for Input {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(failed) => {
-            eprintln!("produce: {failed} of {} sends failed", args.count);
-            ExitCode::FAILURE
-        }
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("produce: {e}");
             ExitCode::FAILURE
@@ -71,8 +66,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Sends every message; returns how many failed.
-fn run(args: &Args) -> Result<u64, Box<dyn Error>> {
+/// Sends every message; fails when a send failed.
+fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let (inputs, received) = mpsc::channel();
     rocketmq_examples::stop_on_ctrl_c(&inputs, || Input::Stop)?;
 
@@ -150,5 +145,8 @@ fn run(args: &Args) -> Result<u64, Box<dyn Error>> {
     }
     sockets.close_all();
     eprintln!("sent {} of {} messages", finished - failed, args.count);
-    Ok(failed)
+    match failed {
+        0 => Ok(()),
+        _ => Err(format!("{failed} of {} sends failed", args.count).into()),
+    }
 }

@@ -15,7 +15,8 @@ impl Consumer {
     /// `RemoteBrokerOffsetStore.persistAll` sends its whole table. Sending an unchanged offset
     /// again repairs one the broker lost or overwrote: a first commit lost in Apache 4.9's
     /// offset-map race (see `request_commit`), or a later commit overwritten by an earlier
-    /// pull's piggy-backed offset that another broker thread handled after it.
+    /// oneway one that another of the broker's threads handled after it (pulls carry no
+    /// commit: see `pulling.rs`).
     pub(super) fn persist_offsets(&mut self, now: Instant) {
         let mut due = Vec::new();
         for state in self.queues.iter_mut() {
