@@ -95,6 +95,8 @@ pub(crate) struct Running {
     child: Child,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<Vec<String>>>,
+    /// When the process was spawned: after the build, which a fresh machine spends 20 s on.
+    spawned: Instant,
     /// Every line received so far.
     pub(crate) seen: Vec<Line>,
 }
@@ -111,6 +113,7 @@ impl Running {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", executable.display()));
+        let spawned = Instant::now();
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let (sender, lines) = mpsc::channel();
@@ -135,6 +138,7 @@ impl Running {
             child,
             lines,
             stderr,
+            spawned,
             seen: Vec::new(),
         }
     }
@@ -183,7 +187,14 @@ impl Running {
 
     /// Waits for it to exit, however it does (failing the test after [`RUN_TIMEOUT`]); returns
     /// its status, every line it printed, and its standard error.
-    pub(crate) fn exit(mut self) -> (ExitStatus, Vec<Line>, String) {
+    pub(crate) fn exit(self) -> (ExitStatus, Vec<Line>, String) {
+        let (status, lines, stderr, _) = self.exit_timed();
+        (status, lines, stderr)
+    }
+
+    /// As [`Running::exit`], with how long the process ran, from its spawn to its exit (the
+    /// build before the spawn excluded).
+    pub(crate) fn exit_timed(mut self) -> (ExitStatus, Vec<Line>, String, Duration) {
         let deadline = Instant::now() + RUN_TIMEOUT;
         let status = loop {
             match self.child.try_wait().expect("poll the example's process") {
@@ -199,11 +210,12 @@ impl Running {
                 None => thread::sleep(Duration::from_millis(20)),
             }
         };
+        let ran = self.spawned.elapsed();
         // The reader ends at the pipe's end, after the process.
         self.seen.extend(self.lines.iter());
         // Give the stderr reader the pipe's last lines.
         thread::sleep(Duration::from_millis(50));
-        (status, std::mem::take(&mut self.seen), self.stderr())
+        (status, std::mem::take(&mut self.seen), self.stderr(), ran)
     }
 }
 
