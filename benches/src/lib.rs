@@ -3,6 +3,10 @@
 
 use rocketmq_proto::{Command, ResponseCode};
 
+pub mod bare;
+pub mod instant;
+pub mod measure;
+
 /// A pull response header as the broker sends it (code, opaque, remark and the six extFields
 /// of `PullMessageResponseHeader`), without a body.
 pub fn pull_response_header() -> Command {

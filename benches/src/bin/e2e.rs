@@ -20,21 +20,19 @@
 //!
 //! then prints one table. Run with `cargo run --release -p rocketmq-benches --bin e2e`.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::process::{Command as Process, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::BytesMut;
 use futures_util::StreamExt;
+use rocketmq_benches::bare::bare;
+use rocketmq_benches::measure::{
+    Drain, Report, cpu_seconds, drain_report, read_line_within, smol_threads, spawn_child,
+    wait_report,
+};
 use rocketmq_benches::{env_or, stamp};
-use rocketmq_proto::headers::{PullMessageRequest, PullMessageResponse, pull_sys_flag};
-use rocketmq_proto::message::{DecodeOptions, decode_messages};
-use rocketmq_proto::{Command, FrameDecoder, HeaderEncoding, RequestCode, ResponseCode, frame};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Queues of the backlog topic.
 const QUEUES: i32 = 8;
@@ -227,11 +225,6 @@ fn parent() {
     );
 }
 
-/// `SMOL_THREADS` for the smol child: the user's, else one per core like tokio's workers.
-fn smol_threads(cores: usize) -> String {
-    std::env::var("SMOL_THREADS").unwrap_or_else(|_| cores.max(1).to_string())
-}
-
 fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -265,92 +258,6 @@ fn fill(namesrv: &str, topic: &str, messages: usize, size: usize) -> Duration {
         }
         started.elapsed()
     })
-}
-
-/// One drain's figures over all rounds.
-struct Drain<'a> {
-    label: &'a str,
-    /// The run of median wall time.
-    median: &'a Report,
-    /// Lowest and highest rate.
-    range: (f64, f64),
-    /// The median over rounds of this drain's rate divided by the bare loop's in the same round.
-    ratio: f64,
-}
-
-impl<'a> Drain<'a> {
-    /// `own` and `bare` hold one run per round, at least one (`E2E_RUNS` is at least 1).
-    fn of(label: &'a str, own: &'a [Report], bare: &[Report]) -> Self {
-        let mut by_time: Vec<&Report> = own.iter().collect();
-        by_time.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-        let mut ratios: Vec<f64> = own
-            .iter()
-            .zip(bare)
-            .map(|(run, bare)| run.rate() / bare.rate())
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        Self {
-            label,
-            median: by_time[by_time.len() / 2],
-            range: (
-                by_time.last().map_or(0.0, |r| r.rate()),
-                by_time.first().map_or(0.0, |r| r.rate()),
-            ),
-            ratio: ratios[ratios.len() / 2],
-        }
-    }
-}
-
-/// What a child reports.
-#[derive(Debug)]
-struct Report {
-    messages: u64,
-    bytes: u64,
-    seconds: f64,
-    cpu_seconds: f64,
-    peak_rss_kb: u64,
-}
-
-impl Report {
-    fn rate(&self) -> f64 {
-        self.messages as f64 / self.seconds
-    }
-
-    fn from_json(value: &Value) -> Self {
-        let num = |key: &str| {
-            value[key]
-                .as_f64()
-                .unwrap_or_else(|| panic!("child report without {key}: {value}"))
-        };
-        Self {
-            messages: num("messages") as u64,
-            bytes: num("bytes") as u64,
-            seconds: num("seconds"),
-            cpu_seconds: num("cpu_seconds"),
-            peak_rss_kb: num("peak_rss_kb") as u64,
-        }
-    }
-}
-
-/// Starts a child in `role`; with `threads`, its runtime has that many (tokio's workers through
-/// `TOKIO_WORKER_THREADS`, smol's executor through `SMOL_THREADS`), else the defaults.
-fn spawn_child(role: &str, threads: Option<usize>, args: &[&str]) -> std::process::Child {
-    let exe = std::env::current_exe().expect("the benchmark knows its own path");
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut child = Process::new(exe);
-    child.arg("child").arg(role).args(args);
-    match threads {
-        Some(n) => child
-            .env("TOKIO_WORKER_THREADS", n.to_string())
-            .env("SMOL_THREADS", n.to_string()),
-        None => child
-            .env_remove("TOKIO_WORKER_THREADS")
-            .env("SMOL_THREADS", smol_threads(cores)),
-    };
-    child
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start the {role} child: {e}"))
 }
 
 /// The Java client's drains: label, role, and the arguments of `scripts/java-peer bench`.
@@ -393,31 +300,12 @@ fn run_child(
     topic: &str,
     messages: usize,
 ) -> Report {
-    let mut child = if role.starts_with("java-") {
+    let child = if role.starts_with("java-") {
         spawn_java(role, namesrv, topic, messages)
     } else {
         spawn_child(role, threads, &[namesrv, topic, &messages.to_string()])
     };
-    let stdout = child.stdout.take().expect("the child's stdout is piped");
-    let line = read_line_within(stdout, CHILD_TIMEOUT)
-        .unwrap_or_else(|| panic!("the {role} child reported nothing within {CHILD_TIMEOUT:?}"));
-    let status = child.wait().expect("the child is waited for");
-    assert!(status.success(), "the {role} child failed: {status}");
-    Report::from_json(&serde_json::from_str(&line).expect("the child reports JSON"))
-}
-
-/// The first line `stdout` gives within `timeout`.
-fn read_line_within(
-    stdout: impl std::io::Read + Send + 'static,
-    timeout: Duration,
-) -> Option<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let read = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(read.ok().filter(|n| *n > 0).map(|_| line));
-    });
-    rx.recv_timeout(timeout).ok().flatten()
+    wait_report(child, role, CHILD_TIMEOUT)
 }
 
 /// (e): from spawning a process to its first delivered message; and the child's own time from
@@ -554,7 +442,7 @@ fn child(args: &[String]) {
             .enable_all()
             .build()
             .expect("a tokio runtime starts")
-            .block_on(bare(namesrv, topic)),
+            .block_on(bare(namesrv, topic, PULL_BATCH)),
         "tokio" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
             namesrv,
             topic,
@@ -622,157 +510,6 @@ fn spin(time: Duration) {
     while Instant::now() < until {
         std::hint::spin_loop();
     }
-}
-
-/// User + system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
-/// clock ticks of 1/100 s, Linux's `USER_HZ`).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The command name (field 2) may hold spaces; the fields after it are plain.
-    let after_name = stat.rsplit(')').next().unwrap_or_default();
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
-
-/// Peak resident set size of this process, in KiB (`VmHWM`).
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn drain_report(messages: u64, bytes: u64, started: Instant, cpu_before: f64) -> Value {
-    json!({
-        "messages": messages,
-        "bytes": bytes,
-        "seconds": started.elapsed().as_secs_f64(),
-        "cpu_seconds": cpu_seconds() - cpu_before,
-        "peak_rss_kb": peak_rss_kb(),
-    })
-}
-
-/// (a): every queue pulled from its first offset with one request of [`PULL_BATCH`] in flight
-/// per queue on one connection per broker, messages decoded and counted, until each queue's
-/// pull reaches the queue's end.
-async fn bare(namesrv: &str, topic: &str) -> Value {
-    let route = rmq_cli::admin::route(&rmq_cli::admin::Cluster::new(namesrv), topic)
-        .unwrap_or_else(|e| panic!("route: {e}"));
-    let mut by_broker: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for queue in route.subscribe_queues(topic) {
-        let addr = route
-            .master_addr(queue.broker_name())
-            .unwrap_or_else(|| panic!("no master for {}", queue.broker_name()));
-        by_broker
-            .entry(addr.to_owned())
-            .or_default()
-            .push(queue.queue_id());
-    }
-    let group = format!("e2e-bare-{}", stamp());
-    let cpu_before = cpu_seconds();
-    let started = Instant::now();
-    let mut messages = 0;
-    let mut bytes = 0;
-    for (addr, queues) in by_broker {
-        let (m, b) = bare_broker(&addr, &group, topic, &queues).await;
-        messages += m;
-        bytes += b;
-    }
-    drain_report(messages, bytes, started, cpu_before)
-}
-
-fn pull_request(group: &str, topic: &str, queue_id: i32, offset: i64, opaque: i32) -> BytesMut {
-    let header = PullMessageRequest {
-        consumer_group: group.to_owned(),
-        topic: topic.to_owned(),
-        queue_id,
-        queue_offset: offset,
-        max_msg_nums: PULL_BATCH,
-        // The subscription travels in the request, so no heartbeat is needed; no suspend: the
-        // backlog is there, and an empty queue is done.
-        sys_flag: pull_sys_flag::SUBSCRIPTION,
-        commit_offset: 0,
-        suspend_timeout_millis: 0,
-        subscription: Some("*".to_owned()),
-        sub_version: 0,
-        expression_type: Some("TAG".to_owned()),
-        ..PullMessageRequest::default()
-    };
-    let mut request = Command::request(RequestCode::PULL_MESSAGE, &header);
-    request.opaque = opaque;
-    let mut buf = BytesMut::new();
-    frame::encode(&request, HeaderEncoding::Json, &mut buf).expect("a pull request fits a frame");
-    buf
-}
-
-async fn bare_broker(addr: &str, group: &str, topic: &str, queues: &[i32]) -> (u64, u64) {
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    stream.set_nodelay(true).expect("TCP_NODELAY can be set");
-    // The opaque of a pull is its queue's index, so answers find their queue directly.
-    let mut pending = queues.len();
-    for (i, &queue_id) in queues.iter().enumerate() {
-        let opaque = i32::try_from(i).expect("queue index fits");
-        stream
-            .write_all(&pull_request(group, topic, queue_id, 0, opaque))
-            .await
-            .expect("write a pull");
-    }
-    let options = DecodeOptions::default();
-    let mut decoder = FrameDecoder::default();
-    let mut buf = BytesMut::with_capacity(1 << 20);
-    let (mut messages, mut bytes) = (0_u64, 0_u64);
-    while pending > 0 {
-        let n = stream
-            .read_buf(&mut buf)
-            .await
-            .expect("read from the broker");
-        assert!(n > 0, "the broker closed the connection");
-        while let Some(response) = decoder.decode(&mut buf).expect("the broker sends frames") {
-            let index = usize::try_from(response.opaque).expect("own opaque");
-            let queue_id = queues[index];
-            let header: PullMessageResponse = response
-                .header()
-                .unwrap_or_else(|e| panic!("pull response of queue {queue_id}: {e}: {response:?}"));
-            match response.response_code() {
-                ResponseCode::SUCCESS => {
-                    let batch = decode_messages(&response.body, &options);
-                    messages += batch.messages.len() as u64;
-                    bytes += batch
-                        .messages
-                        .iter()
-                        .map(|m| m.body().len() as u64)
-                        .sum::<u64>();
-                }
-                ResponseCode::PULL_NOT_FOUND
-                | ResponseCode::PULL_RETRY_IMMEDIATELY
-                | ResponseCode::PULL_OFFSET_MOVED => {}
-                other => panic!("pull of queue {queue_id} answered {other}: {response:?}"),
-            }
-            if header.next_begin_offset >= header.max_offset {
-                pending -= 1;
-            } else {
-                let request = pull_request(
-                    group,
-                    topic,
-                    queue_id,
-                    header.next_begin_offset,
-                    response.opaque,
-                );
-                stream.write_all(&request).await.expect("write a pull");
-            }
-        }
-    }
-    (messages, bytes)
 }
 
 /// How a push drain's consumer differs from the plain one.
