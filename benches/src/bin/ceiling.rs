@@ -19,6 +19,9 @@
 //! to leave the sweep out.
 //!
 //! Run with `cargo run --release -p rocketmq-benches --bin ceiling`.
+//!
+//! To profile one drain, `ceiling serve [MESSAGES] [SIZE]` runs the instant broker alone with a
+//! topic of 8 queues and prints the child command that drains it, to run under `perf record`.
 
 use std::alloc::System;
 use std::io::Write;
@@ -115,10 +118,10 @@ const ROWS: [Row; 9] = [
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("child") {
-        child(&args[2..]);
-    } else {
-        parent();
+    match args.get(1).map(String::as_str) {
+        Some("child") => child(&args[2..]),
+        Some("serve") => serve(&args[2..]),
+        _ => parent(),
     }
 }
 
@@ -257,6 +260,34 @@ fn parent() {
         broker.pulls(),
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Serves a topic of `MESSAGES` (1 000 000) messages of `SIZE` (100) bytes until killed, and
+/// prints how to drain it.
+fn serve(args: &[String]) {
+    let messages: i64 = args.first().map_or(1_000_000, |m| {
+        m.parse().expect("ceiling serve [MESSAGES] [SIZE]: MESSAGES is a number")
+    });
+    let size: usize = args.get(1).map_or(100, |s| {
+        s.parse().expect("ceiling serve [MESSAGES] [SIZE]: SIZE is a number")
+    });
+    let broker = InstantBroker::start().expect("the instant broker listens on loopback");
+    let topic = format!("ceiling-{size}");
+    let per_queue = messages / i64::from(QUEUES);
+    broker.add_topic(&topic, QUEUES, per_queue, size);
+    let exe = std::env::current_exe().expect("the benchmark knows its own path");
+    println!(
+        "ceiling: serving {topic} ({QUEUES} queues of {per_queue} messages of {size} B) on {}; \
+         drain it (a new group each time) with:\n  {} child tokio {} {topic} {} {PULL_BATCH}\n\
+         (roles: bare tokio smol orderly lite rmq-null rmq-file)",
+        broker.addr(),
+        exe.display(),
+        broker.addr(),
+        per_queue * i64::from(QUEUES),
+    );
+    loop {
+        std::thread::park();
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
