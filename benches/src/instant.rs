@@ -451,7 +451,15 @@ impl Connection<'_> {
             .unwrap_or(0)
             .min(MAX_PULL)
             .min(usize::try_from(left).unwrap_or(0));
-        if count == 0 || !(0..topic.queues).contains(&header.queue_id) {
+        if !(0..topic.queues).contains(&header.queue_id) {
+            // PullMessageProcessor's answer to a queue the topic does not have.
+            return Some(refuse(
+                request,
+                ResponseCode::SYSTEM_ERROR,
+                &format!("queueId[{}] is illegal", header.queue_id),
+            ));
+        }
+        if count == 0 {
             // The long poll of a drained queue: held until the consumer goes away.
             return None;
         }
