@@ -3,14 +3,15 @@
 //!
 //! Each drain runs in a fresh child process (this program re-executed with a role), a new group
 //! reading a topic from its first offset until it has every message. The child reports, from
-//! its first delivery to its last: the wall time, its CPU time (user + system, `/proc/self/stat`),
-//! its peak RSS (`VmHWM`), and the calls to and bytes from its global allocator (a counting
-//! wrapper around the system's). The bare pull loop (frames decoded, nothing else) is the
-//! baseline: every row's "vs bare" is the median of its per-round ratios to the bare loop's rate
-//! in the same round. "broker µs" is this process's own CPU over the drain (the instant broker's
-//! threads, and spawning the child) per message: it shows the broker stays cheap.
+//! its first delivery to its last: the wall time, its CPU time (user + system, the process CPU
+//! clock), its peak RSS (`VmHWM`), and the calls to and bytes from its global allocator (a
+//! counting wrapper around the system's, the default feature `count-allocations`). The bare
+//! pull loop (frames decoded, nothing else) is the baseline: every row's "vs bare" is the
+//! median of its per-round ratios to the bare loop's rate in the same round. "broker µs" is
+//! this process's own CPU over the drain (the instant broker's threads, and spawning the child)
+//! per message: it shows what the broker costs.
 //!
-//! The default run (about two minutes on two cores): the main table at 100 B and 1 KiB bodies,
+//! The default run (about 70 s on two cores): the main table at 100 B and 1 KiB bodies,
 //! 8 queues, pulls of 32, every row, `CEILING_RUNS` (5) interleaved rounds; then a sweep of the
 //! bare loop and the tokio push consumer at 100 B over 1, 8 and 64 queues and pulls of 1, 8 and
 //! 32, one round. Variables: `CEILING_MESSAGES` (300 000 a drain in the main table),
