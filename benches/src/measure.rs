@@ -138,6 +138,30 @@ pub fn spawn_child(role: &str, threads: Option<usize>, args: &[&str]) -> std::pr
         .unwrap_or_else(|e| panic!("start the {role} child: {e}"))
 }
 
+/// Starts Apache's Java client draining `topic` as a new `group` from the first offset
+/// (`scripts/java-peer bench` with `args`, e.g. `--mode push`), its stdout piped: it prints a
+/// report of the same shape as a Rust child's, its clock and CPU count starting just before the
+/// consumer's `start()`.
+pub fn spawn_java_bench(
+    args: &[&str],
+    namesrv: &str,
+    topic: &str,
+    group: &str,
+    messages: usize,
+    timeout_s: u64,
+) -> std::process::Child {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/java-peer");
+    Process::new(script)
+        .arg("bench")
+        .args(args)
+        .args(["--namesrv", namesrv, "--topic", topic, "--group", group])
+        .args(["--count", &messages.to_string()])
+        .args(["--timeout-s", &timeout_s.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {script}: {e}"))
+}
+
 /// `SMOL_THREADS` for a smol child: the user's, else one per core like tokio's workers.
 pub fn smol_threads(cores: usize) -> String {
     std::env::var("SMOL_THREADS").unwrap_or_else(|_| cores.max(1).to_string())

@@ -16,8 +16,8 @@
 //! bare loop and the tokio push consumer at 100 B over 1, 8 and 64 queues and pulls of 1, 8 and
 //! 32, one round. Variables: `CEILING_MESSAGES` (300 000 a drain in the main table),
 //! `CEILING_RUNS`, `CEILING_SIZES` (`100,1024`), `CEILING_ROWS` (roles to run besides `bare`,
-//! comma-separated: `tokio,tokio1,smol,smol1,orderly,lite,rmq-null,rmq-file`), `CEILING_SWEEP=0`
-//! to leave the sweep out.
+//! comma-separated: `tokio,tokio1,smol,smol1,orderly,lite,rmq-null,rmq-file`, and `java`, Apache's
+//! push consumer, which runs only when named), `CEILING_SWEEP=0` to leave the sweep out.
 //!
 //! Run with `cargo run --release -p rocketmq-benches --bin ceiling`.
 //!
@@ -34,7 +34,7 @@ use rocketmq_benches::bare::bare;
 use rocketmq_benches::env_or;
 use rocketmq_benches::instant::InstantBroker;
 use rocketmq_benches::measure::{
-    Drain, Report, cpu_seconds, peak_rss_kb, spawn_child, wait_report,
+    Drain, Report, cpu_seconds, peak_rss_kb, spawn_child, spawn_java_bench, wait_report,
 };
 use serde_json::{Value, json};
 
@@ -62,7 +62,7 @@ struct Row {
     key: &'static str,
 }
 
-const ROWS: [Row; 9] = [
+const ROWS: [Row; 10] = [
     Row {
         label: "bare pull loop",
         role: "bare",
@@ -117,7 +117,18 @@ const ROWS: [Row; 9] = [
         threads: None,
         key: "rmq-file",
     },
+    // Only when `CEILING_ROWS` names it: it needs Java and `scripts/java-peer`'s build.
+    Row {
+        label: "Java push 4.9.7 *",
+        role: JAVA_PUSH,
+        threads: None,
+        key: JAVA_PUSH,
+    },
 ];
+
+/// The row of Apache's Java push consumer (`DefaultMQPushConsumer`, its defaults, on the JVM
+/// settings of `scripts/java-peer`, as in `e2e`).
+const JAVA_PUSH: &str = "java";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -157,11 +168,10 @@ fn parent() {
         .map(|s| s.split(',').map(|r| r.trim().to_owned()).collect());
     let rows: Vec<&Row> = ROWS
         .iter()
-        .filter(|row| {
-            row.key == "bare"
-                || selected
-                    .as_ref()
-                    .is_none_or(|keys| keys.iter().any(|k| k == row.key))
+        .filter(|row| match &selected {
+            _ if row.key == "bare" => true,
+            Some(keys) => keys.iter().any(|k| k == row.key),
+            None => row.key != JAVA_PUSH,
         })
         .collect();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -250,6 +260,12 @@ fn parent() {
          handler call, 20 handler calls in flight) and handlers that only count; rmq consume \
          prints each message's JSON line and flushes it, as the CLI does"
     );
+    if rows.iter().any(|row| row.role == JAVA_PUSH) {
+        println!(
+            "* Java's clock and CPU count start just before the consumer's start(), so its \
+             rebalance is inside them (the JVM's own start is not); its allocations are not counted"
+        );
+    }
     let unsupported = broker.unsupported();
     if !unsupported.is_empty() {
         println!(
@@ -335,11 +351,18 @@ fn print_row(drain: &Drain<'_>, broker_cpu_seconds: f64) {
 
 fn run_child(row: &Row, addr: &str, topic: &str, messages: i64, batch: i32) -> Run {
     let cpu_before = cpu_seconds();
-    let child = spawn_child(
-        row.role,
-        row.threads,
-        &[addr, topic, &messages.to_string(), &batch.to_string()],
-    );
+    let child = if row.role == JAVA_PUSH {
+        let group = format!("ceiling-java-{}", rocketmq_benches::stamp());
+        let count = usize::try_from(messages).expect("a drain's size fits");
+        let args = ["--mode", "push", "--pull-batch-size", &batch.to_string()];
+        spawn_java_bench(&args, addr, topic, &group, count, CHILD_TIMEOUT.as_secs())
+    } else {
+        spawn_child(
+            row.role,
+            row.threads,
+            &[addr, topic, &messages.to_string(), &batch.to_string()],
+        )
+    };
     let report = wait_report(child, row.label, CHILD_TIMEOUT);
     assert_eq!(
         report.messages, messages as u64,

@@ -20,7 +20,6 @@
 //!
 //! then prints one table. Run with `cargo run --release -p rocketmq-benches --bin e2e`.
 
-use std::process::{Command as Process, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,7 +28,7 @@ use futures_util::StreamExt;
 use rocketmq_benches::bare::bare;
 use rocketmq_benches::measure::{
     Drain, Report, cpu_seconds, drain_report, read_line_within, smol_threads, spawn_child,
-    wait_report,
+    spawn_java_bench, wait_report,
 };
 use rocketmq_benches::{env_or, stamp};
 use serde_json::{Value, json};
@@ -280,16 +279,8 @@ fn spawn_java(role: &str, namesrv: &str, topic: &str, messages: usize) -> std::p
         .iter()
         .find(|(_, name, _)| *name == role)
         .unwrap_or_else(|| panic!("{role} is not a Java role"));
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/java-peer");
-    Process::new(script)
-        .arg("bench")
-        .args(*args)
-        .args(["--namesrv", namesrv, "--topic", topic])
-        .args(["--group", &format!("e2e-{role}-{}", stamp())])
-        .args(["--count", &messages.to_string(), "--timeout-s", "240"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {script}: {e}"))
+    let group = format!("e2e-{role}-{}", stamp());
+    spawn_java_bench(args, namesrv, topic, &group, messages, 240)
 }
 
 /// Runs a drain child and returns its report.
