@@ -83,13 +83,7 @@ impl From<Io> for Input {
 }
 
 fn main() -> ExitCode {
-    match run(&Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("consume: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    rocketmq_examples::exit_code("consume", run(&Args::parse()))
 }
 
 /// Consumes until the shutdown; fails when a final commit was not confirmed.

@@ -57,13 +57,7 @@ impl From<Io> for Input {
 }
 
 fn main() -> ExitCode {
-    match run(&Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("produce: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    rocketmq_examples::exit_code("produce", run(&Args::parse()))
 }
 
 /// Sends every message; fails when a send failed.

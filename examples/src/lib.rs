@@ -11,6 +11,8 @@
 pub mod host;
 mod sockets;
 
+use std::error::Error;
+use std::process::ExitCode;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
@@ -58,6 +60,17 @@ pub fn next_input<T>(inputs: &Receiver<T>, until: Option<Instant>) -> Option<T> 
                 .recv()
                 .expect("the loop's Sockets holds a sender of its input channel"),
         ),
+    }
+}
+
+/// The exit code of `program`'s run; a failure's reason goes to stderr first.
+pub fn exit_code(program: &str, run: Result<(), Box<dyn Error>>) -> ExitCode {
+    match run {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

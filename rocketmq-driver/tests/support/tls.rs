@@ -28,7 +28,7 @@ pub(crate) fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!(
             "{name} is not set: this test needs the cluster with TLS that scripts/test starts \
-             (`RMQ_CLUSTER_DIR=/tmp/rmq-tls RMQ_NAMESRV_PORT=49876 RMQ_BROKER_PORT=50911 \
+             (`RMQ_CLUSTER_DIR=/tmp/rmq-tls RMQ_NAMESRV_PORT=21876 RMQ_BROKER_PORT=22911 \
              scripts/broker start --tls`, then export what it prints)"
         )
     })
