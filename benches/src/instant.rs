@@ -206,7 +206,11 @@ fn serve(mut stream: TcpStream, addr: SocketAddr, state: &State) {
     let mut input = BytesMut::with_capacity(64 * 1024);
     let mut output = BytesMut::with_capacity(256 * 1024);
     let mut chunk = vec![0_u8; 64 * 1024];
-    let mut topics: HashMap<String, Arc<Topic>> = HashMap::new();
+    let mut connection = Connection {
+        addr,
+        state,
+        topics: HashMap::new(),
+    };
     loop {
         let n = match stream.read(&mut chunk) {
             Ok(0) | Err(_) => return,
@@ -225,11 +229,6 @@ fn serve(mut stream: TcpStream, addr: SocketAddr, state: &State) {
             if request.is_response() {
                 continue;
             }
-            let mut connection = Connection {
-                addr,
-                state,
-                topics: &mut topics,
-            };
             if let Some(answer) = connection.answer(&request, &mut output)
                 && frame::encode(&answer, HeaderEncoding::Json, &mut output).is_err()
             {
@@ -251,7 +250,7 @@ struct Connection<'a> {
     addr: SocketAddr,
     state: &'a State,
     /// The topics this connection pulled, so a pull takes no lock to find its topic.
-    topics: &'a mut HashMap<String, Arc<Topic>>,
+    topics: HashMap<String, Arc<Topic>>,
 }
 
 fn success(request: &Command) -> Command {

@@ -389,8 +389,15 @@ fn child(args: &[String]) {
     let (role, addr, topic) = (arg(0), arg(1), arg(2));
     let total: u64 = arg(3).parse().expect("MESSAGES is a number");
     let batch: i32 = arg(4).parse().expect("BATCH is a number");
-    let tally = Arc::new(Tally::new(total));
+    let (tally, finished) = Tally::new(total);
+    let tally = Arc::new(tally);
     let group = format!("ceiling-{role}-{}", rocketmq_benches::stamp());
+    let source = Source {
+        addr,
+        topic,
+        group: &group,
+        batch,
+    };
     let report = match role {
         "bare" => {
             let before = Mark::now();
@@ -407,20 +414,19 @@ fn child(args: &[String]) {
             report
         }
         "tokio" | "orderly" => tokio_runtime().block_on(push::<rocketmq_tokio::TokioRuntime>(
-            Source::new(addr, topic, &group, batch),
+            &source,
             role == "orderly",
             &tally,
+            finished,
         )),
         "smol" => smol::block_on(push::<rocketmq_smol::SmolRuntime>(
-            Source::new(addr, topic, &group, batch),
-            false,
-            &tally,
+            &source, false, &tally, finished,
         )),
-        "lite" => tokio_runtime().block_on(lite(addr, topic, &group, batch, &tally)),
-        "rmq-null" => rmq_consume(addr, topic, &group, &tally, None),
+        "lite" => tokio_runtime().block_on(lite(&source, &tally)),
+        "rmq-null" => rmq_consume(&source, &tally, None),
         "rmq-file" => {
             let path = std::env::temp_dir().join(format!("{group}.jsonl"));
-            let report = rmq_consume(addr, topic, &group, &tally, Some(&path));
+            let report = rmq_consume(&source, &tally, Some(&path));
             let _ = std::fs::remove_file(&path);
             report
         }
@@ -482,22 +488,23 @@ struct Tally {
     bytes: AtomicU64,
     first: OnceLock<Mark>,
     last: OnceLock<Mark>,
+    /// Told when the total is delivered.
     done: Mutex<Option<futures_channel::oneshot::Sender<()>>>,
-    finished: Mutex<Option<futures_channel::oneshot::Receiver<()>>>,
 }
 
 impl Tally {
-    fn new(total: u64) -> Self {
+    /// A tally of `total` messages, and what completes when they are delivered.
+    fn new(total: u64) -> (Self, futures_channel::oneshot::Receiver<()>) {
         let (done, finished) = futures_channel::oneshot::channel();
-        Self {
+        let tally = Self {
             total,
             delivered: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             first: OnceLock::new(),
             last: OnceLock::new(),
             done: Mutex::new(Some(done)),
-            finished: Mutex::new(Some(finished)),
-        }
+        };
+        (tally, finished)
     }
 
     /// Counts a delivery of `messages` messages and `bytes` bytes of bodies.
@@ -518,17 +525,6 @@ impl Tally {
                 let _ = done.send(());
             }
         }
-    }
-
-    /// Waits until the total is delivered.
-    async fn finished(&self) {
-        let finished = self
-            .finished
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .expect("a drain waits for its end once");
-        let _ = finished.await;
     }
 
     /// The drain's report, from the first delivery to the last.
@@ -565,24 +561,18 @@ struct Source<'a> {
     batch: i32,
 }
 
-impl<'a> Source<'a> {
-    fn new(addr: &'a str, topic: &'a str, group: &'a str, batch: i32) -> Self {
-        Self {
-            addr,
-            topic,
-            group,
-            batch,
-        }
-    }
-}
-
 /// A push consumer on runtime `R`, concurrent or orderly, from the first offset until every
 /// message was delivered.
-async fn push<R: driver::Runtime>(drain: Source<'_>, orderly: bool, tally: &Arc<Tally>) -> Value {
-    let batch = drain.batch;
-    let consumer = driver::PushConsumer::<R>::builder(drain.group)
-        .name_server(drain.addr)
-        .subscribe(drain.topic, "*")
+async fn push<R: driver::Runtime>(
+    source: &Source<'_>,
+    orderly: bool,
+    tally: &Arc<Tally>,
+    finished: futures_channel::oneshot::Receiver<()>,
+) -> Value {
+    let batch = source.batch;
+    let consumer = driver::PushConsumer::<R>::builder(source.group)
+        .name_server(source.addr)
+        .subscribe(source.topic, "*")
         .consume_from(driver::ConsumeFrom::First)
         .configure(|c| c.pull_batch_size = batch)
         .build()
@@ -598,20 +588,22 @@ async fn push<R: driver::Runtime>(drain: Source<'_>, orderly: bool, tally: &Arc<
     } else {
         consumer.start_concurrently(handler)
     };
-    tally.finished().await;
+    let _ = finished.await;
     tally.report()
 }
 
 /// The lite pull consumer's stream on tokio, from the first offset until every message was
 /// taken.
-async fn lite(addr: &str, topic: &str, group: &str, batch: i32, tally: &Tally) -> Value {
-    let mut stream = driver::LitePullConsumer::<rocketmq_tokio::TokioRuntime>::builder(group)
-        .name_server(addr)
-        .subscribe(topic, "*")
-        .consume_from(driver::ConsumeFrom::First)
-        .configure(|c| c.pull_batch_size = batch)
-        .build()
-        .expect("the consumer's configuration is valid");
+async fn lite(source: &Source<'_>, tally: &Tally) -> Value {
+    let batch = source.batch;
+    let mut stream =
+        driver::LitePullConsumer::<rocketmq_tokio::TokioRuntime>::builder(source.group)
+            .name_server(source.addr)
+            .subscribe(source.topic, "*")
+            .consume_from(driver::ConsumeFrom::First)
+            .configure(|c| c.pull_batch_size = batch)
+            .build()
+            .expect("the consumer's configuration is valid");
     while let Some(message) = stream.next().await {
         tally.count(1, message.body().len() as u64);
         if tally.last.get().is_some() {
@@ -622,21 +614,16 @@ async fn lite(addr: &str, topic: &str, group: &str, batch: i32, tally: &Tally) -
 }
 
 /// `rmq consume --from first --count N` in this process, printing to `path` or to `/dev/null`
-/// as the CLI prints to its stdout: a JSON line per message, flushed.
-fn rmq_consume(
-    addr: &str,
-    topic: &str,
-    group: &str,
-    tally: &Tally,
-    path: Option<&std::path::Path>,
-) -> Value {
+/// as the CLI prints to its stdout: a JSON line per message, flushed. It pulls as the CLI does
+/// (batches of 32): `source.batch` has no say.
+fn rmq_consume(source: &Source<'_>, tally: &Tally, path: Option<&std::path::Path>) -> Value {
     let file = std::fs::File::create(path.unwrap_or(std::path::Path::new("/dev/null")))
         .expect("the output file can be created");
     let mut out = std::io::BufWriter::new(file);
     let options = rmq_cli::consume::ConsumeOptions {
-        cluster: rmq_cli::admin::Cluster::new(addr),
-        group: group.to_owned(),
-        topic: topic.to_owned(),
+        cluster: rmq_cli::admin::Cluster::new(source.addr),
+        group: source.group.to_owned(),
+        topic: source.topic.to_owned(),
         expression: "*".to_owned(),
         from: rmq_cli::consume::ConsumeFrom::First,
         count: Some(usize::try_from(tally.total).expect("the count fits")),
