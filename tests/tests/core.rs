@@ -31,6 +31,8 @@ mod namespace_wraps_names;
 mod offset_moved_resets_queue;
 #[path = "core/orderly_dead_letter.rs"]
 mod orderly_dead_letter;
+#[path = "core/orderly_hand_over_waits_for_the_commit.rs"]
+mod orderly_hand_over_waits_for_the_commit;
 #[path = "core/orderly_lease_lost.rs"]
 mod orderly_lease_lost;
 #[path = "core/orderly_locks_on_assign.rs"]

@@ -146,6 +146,19 @@ impl Consumer {
                 }
                 self.maybe_close(now);
             }
+            PendingKind::HandOverCommit(mq) => {
+                // Not stored: the lock goes all the same (the next owner starts from the
+                // broker's older offset, as after any lost commit); holding it would only
+                // stall the queue until the broker's lock expires, 60 s.
+                if let Err(reason) = answer.and_then(success) {
+                    self.failed(&addr, name, reason);
+                }
+                // Ours again meanwhile (a rebalance gave it back): the lock is held anew.
+                if self.queues.key_of(&mq).is_none() {
+                    self.unlock_oneway(now, &mq);
+                }
+                self.maybe_close(now);
+            }
             PendingKind::Unregister | PendingKind::Unlock => {
                 // Whatever the answer: shutdown goes on.
                 if let Err(reason) = answer {

@@ -360,20 +360,37 @@ impl Consumer {
         // whose lease lapsed may have a new owner by now, who must not see its offset move.
         let committable =
             state.persisted.is_some() && (!self.needs_lock() || state.lease_valid(now));
+        let mut unlock = self.needs_lock() && state.lease.is_some();
         if committable {
             let offset = state.commit_point();
-            self.store_offset(now, &state.mq, offset);
-            if self.config.message_model == MessageModel::Clustering
-                && !self
-                    .master_addr(state.mq.broker_name())
-                    .is_some_and(|addr| self.link.is_open(&addr))
-            {
-                // The commit cannot reach the broker (gone from the route, or its connection
-                // down): kept, so a broker that crashed and lost it does not send us back.
-                self.stranded.strand(state.mq.clone(), offset);
+            let reachable = self
+                .master_addr(state.mq.broker_name())
+                .filter(|addr| self.link.is_open(addr));
+            match reachable {
+                Some(addr) if unlock => {
+                    // The unlock waits for the commit's answer: Apache's brokers run commits
+                    // on the consume-manage thread pool and unlocks on the admin pool
+                    // (`BrokerController.registerProcessor`), so an unlock sent right behind
+                    // a oneway commit can take effect first, and the next owner then locks
+                    // the queue and reads the offset before the commit lands.
+                    let command = self.commit_command(&state.mq, offset);
+                    let kind = PendingKind::HandOverCommit(state.mq.clone());
+                    self.request_commit(now, &addr, command, kind);
+                    unlock = false;
+                }
+                Some(_) => self.store_offset(now, &state.mq, offset),
+                None => {
+                    self.store_offset(now, &state.mq, offset);
+                    if self.config.message_model == MessageModel::Clustering {
+                        // The commit cannot reach the broker (gone from the route, or its
+                        // connection down): kept, so a broker that crashed and lost it does
+                        // not send us back.
+                        self.stranded.strand(state.mq.clone(), offset);
+                    }
+                }
             }
         }
-        if self.needs_lock() && state.lease.is_some() {
+        if unlock {
             self.unlock_oneway(now, &state.mq);
         }
         self.outputs

@@ -32,6 +32,8 @@ pub(crate) enum PendingKind {
         offset: i64,
     },
     FinalCommit(MessageQueue, i64),
+    /// Orderly: the commit of a revoked queue, whose lock is released once it is answered.
+    HandOverCommit(MessageQueue),
     Unregister,
     /// Orderly: `LOCK_BATCH_MQ` for these `(key, epoch)` queues.
     Lock(Vec<(QueueKey, Epoch)>),
@@ -65,9 +67,10 @@ impl PendingKind {
             Self::Route(topic) | Self::ConsumerList(topic) | Self::CheckClient(topic) => {
                 Ok(Some(topic))
             }
-            Self::FinalCommit(queue, _) | Self::Search(_, queue) | Self::Commit { queue, .. } => {
-                Ok(Some(queue.topic()))
-            }
+            Self::FinalCommit(queue, _)
+            | Self::HandOverCommit(queue)
+            | Self::Search(_, queue)
+            | Self::Commit { queue, .. } => Ok(Some(queue.topic())),
             Self::SendBack(back) => Ok(Some(back.queue.topic())),
             Self::QueryOffset(key, _)
             | Self::MaxOffset(key, _)
@@ -80,7 +83,10 @@ impl PendingKind {
 
     /// A confirmed `UPDATE_CONSUMER_OFFSET`, one at a time per broker (see [`HeldCommits::hold`]).
     pub(crate) fn is_commit(&self) -> bool {
-        matches!(self, Self::Commit { .. } | Self::FinalCommit(..))
+        matches!(
+            self,
+            Self::Commit { .. } | Self::FinalCommit(..) | Self::HandOverCommit(..)
+        )
     }
 
     /// The request's name in [`Event::RequestFailed`](crate::output::Event::RequestFailed).
@@ -93,7 +99,9 @@ impl PendingKind {
             Self::MaxOffset(..) => "GET_MAX_OFFSET",
             Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
             Self::Pull { .. } => "PULL_MESSAGE",
-            Self::FinalCommit(..) | Self::Commit { .. } => "UPDATE_CONSUMER_OFFSET",
+            Self::FinalCommit(..) | Self::HandOverCommit(..) | Self::Commit { .. } => {
+                "UPDATE_CONSUMER_OFFSET"
+            }
             Self::Unregister => "UNREGISTER_CLIENT",
             Self::Lock(_) => "LOCK_BATCH_MQ",
             Self::Unlock => "UNLOCK_BATCH_MQ",

@@ -52,10 +52,12 @@ impl Consumer {
         if self.lifecycle != Lifecycle::Finishing {
             return;
         }
-        let committing = self
-            .link
-            .any(|p| matches!(p.kind, PendingKind::FinalCommit(..)))
-            || self.commits.any();
+        let committing = self.link.any(|p| {
+            matches!(
+                p.kind,
+                PendingKind::FinalCommit(..) | PendingKind::HandOverCommit(..)
+            )
+        }) || self.commits.any();
         // Let go only once the final offsets are stored: unregistering makes the brokers tell
         // the other members at once (`NOTIFY_CONSUMER_IDS_CHANGED`), and a member that takes a
         // queue over reads its offset then; orderly, the next owner of a queue could lock it
@@ -68,7 +70,10 @@ impl Consumer {
         let waiting = self.link.any(|p| {
             matches!(
                 p.kind,
-                PendingKind::FinalCommit(..) | PendingKind::Unregister | PendingKind::Unlock
+                PendingKind::FinalCommit(..)
+                    | PendingKind::HandOverCommit(..)
+                    | PendingKind::Unregister
+                    | PendingKind::Unlock
             )
         });
         if !waiting {

@@ -17,7 +17,7 @@ use consumer_core::{
     ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, Delivery, DeliveryId, Event,
     MessageModel, RequestId, ShutdownReport,
 };
-use proto::{MessageQueue, ResponseCode};
+use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
 use crate::sim::{ConnKey, SimCluster, SimConfig, SimRng};
 use network::decode;
@@ -95,6 +95,11 @@ pub struct WorldConfig {
     /// them and the invariants that bound the caches can fail: each limit given must have been
     /// reached by the end of the run, or the run fails.
     pub cache_limits: Option<(usize, usize)>,
+    /// How much later than it arrives the cluster handles each `UPDATE_CONSUMER_OFFSET`
+    /// (zero: at once, in arrival order). Apache's brokers run commits on the consume-manage
+    /// thread pool and locks and unlocks on the admin pool (`BrokerController.registerProcessor`),
+    /// so a commit can take effect after requests sent behind it on the same connection.
+    pub commit_lag: Duration,
 }
 
 /// Clustering: how long any message may wait to be first consumed after it was produced or
@@ -148,6 +153,7 @@ impl WorldConfig {
             cluster_config: |c| c,
             cache_limits: None,
             burst: None,
+            commit_lag: Duration::ZERO,
         }
     }
 }
@@ -227,6 +233,8 @@ impl WorldConfig {
 #[derive(Debug)]
 enum Ev {
     ToCluster(ConnKey, Bytes),
+    /// A request the cluster read earlier and handles now ([`WorldConfig::commit_lag`]).
+    Lagged(ConnKey, Command),
     ToNode(usize, ConnId, Bytes),
     Connected(usize, ConnId),
     Refused(usize, ConnId),
@@ -346,7 +354,7 @@ pub struct World {
     /// When the scheduled master loss ends, if one is: the quiet phase starts no earlier.
     outage_end: Option<Instant>,
     /// Requests the consumers sent, by address and code.
-    sent: BTreeMap<String, BTreeMap<proto::RequestCode, usize>>,
+    sent: BTreeMap<String, BTreeMap<RequestCode, usize>>,
     /// Addresses cut off from every client until the time given: connections to them carry
     /// nothing and new ones hang (`World::partition`).
     partitioned: BTreeMap<String, Partition>,
@@ -569,6 +577,19 @@ impl World {
                 if self.cluster.is_connected(key) && !self.black_holed.contains(&key) {
                     let command = decode(&bytes);
                     self.watch_send_back(key, &command);
+                    let lag = self.config.commit_lag;
+                    if !lag.is_zero()
+                        && command.request_code() == RequestCode::UPDATE_CONSUMER_OFFSET
+                    {
+                        self.note(format!("cluster: a commit on {key:?} waits {lag:?}"));
+                        self.schedule(now + lag, Ev::Lagged(key, command));
+                    } else {
+                        self.cluster.handle_command(now, key, command);
+                    }
+                }
+            }
+            Ev::Lagged(key, command) => {
+                if self.cluster.is_connected(key) {
                     self.cluster.handle_command(now, key, command);
                 }
             }
