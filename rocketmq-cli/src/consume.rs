@@ -69,6 +69,48 @@ pub struct ConsumeOptions {
     /// Pop consumption (RocketMQ 5.x brokers) with this invisibility time, instead of a
     /// classic push consumer: the broker shares messages, not queues, between members.
     pub pop: Option<Duration>,
+    /// Ends the run gracefully when told to (`rmq` tells it on SIGINT and SIGTERM).
+    pub stop: Option<Stop>,
+}
+
+/// A graceful stop for a running `consume`, for a signal handler to trigger: the run stops
+/// printing, shuts the consumer down (final commits, queues handed over, the report) and
+/// returns as if its count had been reached. Messages delivered but not printed are not
+/// acknowledged, so the group gets them again.
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    state: Arc<Mutex<StopState>>,
+}
+
+#[derive(Debug, Default)]
+struct StopState {
+    /// How many times a stop was asked for.
+    asked: u32,
+    /// The running consume's printing loop, once it runs.
+    printer: Option<mpsc::UnboundedSender<Item>>,
+}
+
+impl Stop {
+    /// Asks the run to stop. Returns false when a stop was asked for before (a second signal:
+    /// the caller may exit at once).
+    pub fn ask(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.asked += 1;
+        if let Some(printer) = &state.printer {
+            let _ = printer.unbounded_send(Item::Stop);
+        }
+        state.asked == 1
+    }
+
+    /// The run's printing loop listens on `printer` from now on (told at once when a stop
+    /// was already asked for).
+    fn attach(&self, printer: mpsc::UnboundedSender<Item>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.asked > 0 {
+            let _ = printer.unbounded_send(Item::Stop);
+        }
+        state.printer = Some(printer);
+    }
 }
 
 /// How a run ended.
@@ -205,6 +247,7 @@ async fn print_loop<R: Runtime>(
         let mut item = match next {
             None => return (seen, None),
             Some(Item::Denied(what)) => return (seen, Some(what)),
+            Some(Item::Stop) => return (seen, None),
             Some(Item::Message(printed)) => printed,
         };
         if let Some(fields) = item.json.as_object_mut() {
@@ -249,6 +292,9 @@ async fn run_push<R: Runtime>(
     mut emit: impl FnMut(Value),
 ) -> Result<Summary, String> {
     let (tx, mut rx) = mpsc::unbounded::<Item>();
+    if let Some(stop) = &options.stop {
+        stop.attach(tx.clone());
+    }
     let mut builder = driver::PushConsumer::<R>::builder(options.group.clone())
         .name_server(options.cluster.namesrv.clone())
         .subscribe(options.topic.clone(), options.expression.clone())
@@ -315,6 +361,9 @@ async fn run_pop<R: Runtime>(
     mut emit: impl FnMut(Value),
 ) -> Result<Summary, String> {
     let (tx, mut rx) = mpsc::unbounded::<Item>();
+    if let Some(stop) = &options.stop {
+        stop.attach(tx.clone());
+    }
     let mut builder = driver::PopConsumer::<R>::builder(options.group.clone())
         .name_server(options.cluster.namesrv.clone())
         .subscribe(options.topic.clone(), options.expression.clone())
@@ -350,10 +399,21 @@ async fn run_pop<R: Runtime>(
     Ok(Summary::Pop(report))
 }
 
-/// What reaches the printing loop: a message, or a refusal that ends the run.
+/// What reaches the printing loop: a message, a refusal that ends the run, or a stop.
 enum Item {
     Message(Printed),
     Denied(String),
+    Stop,
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Message(printed) => write!(f, "Message({})", printed.queue_offset),
+            Self::Denied(what) => write!(f, "Denied({what})"),
+            Self::Stop => f.write_str("Stop"),
+        }
+    }
 }
 
 /// The one line `rmq consume` ends with when a peer refuses it for want of permission.

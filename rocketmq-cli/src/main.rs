@@ -421,6 +421,7 @@ fn run(command: Cmd) -> Result<(), String> {
                 rate,
                 trace,
                 pop: pop.then(|| std::time::Duration::from_secs(invisible_time.unwrap_or(60))),
+                stop: Some(stop_on_signals()?),
             };
             let live = progress::stderr_is_terminal().then(|| consume::LiveLine::start(&options));
             let mut write_error = None;
@@ -555,4 +556,22 @@ fn run(command: Cmd) -> Result<(), String> {
         }
     }
     out.flush().map_err(|e| format!("stdout: {e}"))
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM (a rolling deploy's stop) end `rmq consume` gracefully: the
+/// final commits, the queues handed over, the report on stderr. A second signal exits at once
+/// (status 130), leaving what was not committed to the group's next member.
+fn stop_on_signals() -> Result<consume::Stop, String> {
+    let stop = consume::Stop::default();
+    let asked = stop.clone();
+    ctrlc::set_handler(move || {
+        if asked.ask() {
+            eprintln!("stopping: committing offsets (a second signal exits at once)");
+        } else {
+            eprintln!("second signal: exiting without committing");
+            std::process::exit(130);
+        }
+    })
+    .map_err(|e| format!("signal handler: {e}"))?;
+    Ok(stop)
 }

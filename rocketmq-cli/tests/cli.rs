@@ -12,6 +12,8 @@ mod support;
 mod consume_orderly_broadcast;
 #[path = "cli/consume_rate_limit.rs"]
 mod consume_rate_limit;
+#[path = "cli/consume_stops_on_signals.rs"]
+mod consume_stops_on_signals;
 #[path = "cli/consume_trace.rs"]
 mod consume_trace;
 #[path = "cli/consume_unreachable_cluster_fails.rs"]

@@ -145,6 +145,18 @@ pub struct ConsumerConfig {
     /// How long a revoked queue waits for its in-flight deliveries before its offset is
     /// committed without them.
     pub revoke_drain_timeout: Duration,
+    /// Concurrent and poll-mode clustering consumers: how long a queue just assigned waits
+    /// for its previous owner to release it (the broker lock it holds as a hand-over token,
+    /// released after its final commit is confirmed) before it starts without it, the
+    /// previous owner presumed gone (crashed, or cut off). Default 6 s: a live owner's revoke
+    /// waits `revoke_drain_timeout` (5 s) for its handlers, plus a commit's round trip.
+    /// `Duration::ZERO` turns hand-overs off (Java's behaviour: the new owner starts from the
+    /// broker's offset at once, duplicating what the old one consumed after it).
+    pub handover_timeout: Duration,
+    /// How often a queue waiting for a hand-over asks the broker for its lock again (100 ms):
+    /// a hand-over stands the queue still for the old owner's drain and commit plus at most
+    /// this.
+    pub handover_retry: Duration,
     /// The application hears of revokes before they complete ([`crate::Output::Revoking`])
     /// and answers with `Consumer::revoke_done`; a revoked queue's final commit (orderly: and
     /// unlock) waits for that answer as well as for its in-flight deliveries, up to
@@ -240,6 +252,8 @@ impl ConsumerConfig {
             route_refresh_interval: Duration::from_secs(30),
             persist_interval: Duration::from_secs(5),
             revoke_drain_timeout: Duration::from_secs(5),
+            handover_timeout: Duration::from_secs(6),
+            handover_retry: Duration::from_millis(100),
             revoke_hook: false,
             trace: false,
             shutdown_drain_timeout: Duration::from_secs(10),
@@ -293,6 +307,9 @@ impl ConsumerConfig {
         }
         if self.max_cached_messages_per_queue == 0 || self.max_cached_messages_total == 0 {
             return fail("cache limits must be at least 1 message");
+        }
+        if !self.handover_timeout.is_zero() && self.handover_retry.is_zero() {
+            return fail("handover_retry must be positive while hand-overs are on");
         }
         if self.lock_lease.is_zero() || self.lock_interval >= self.lock_lease {
             return fail("lock_interval must be shorter than lock_lease, or leases lapse");

@@ -27,10 +27,12 @@ pub(crate) enum Timer {
     Redeliver,
     /// A rate limit lets held-back messages go again.
     RateLimit,
-    /// Orderly: renew every owned queue's lock.
+    /// Renew every owned queue's lock (orderly leases and hand-over locks).
     LockRenew,
-    /// Orderly: ask again for a queue's lock: `(queue key, epoch)`.
+    /// Ask again for a queue's lock (orderly, or a hand-over): `(queue key, epoch)`.
     Lock(QueueKey, Epoch),
+    /// A queue waiting for its hand-over lock starts without it: `(queue key, epoch)`.
+    HandoverDeadline(QueueKey, Epoch),
     /// Orderly: a queue's lease may have lapsed: `(queue key, epoch)`.
     LeaseExpiry(QueueKey, Epoch),
     /// Send failed messages out of attempts to the retry topic again.

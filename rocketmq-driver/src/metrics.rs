@@ -20,6 +20,8 @@
 //! | `rocketmq_consumer_sent_back_total` | counter | group | failed messages the broker took back |
 //! | `rocketmq_consumer_expired_deliveries_total` | counter | group | deliveries past `consume_timeout` |
 //! | `rocketmq_consumer_stale_completions_total` | counter | group | completions after the queue went |
+//! | `rocketmq_consumer_handovers_total` | counter | group | queues that waited for their previous owner to release them |
+//! | `rocketmq_consumer_handover_timeouts_total` | counter | group | of those, the ones that started without the release after `handover_timeout` |
 //! | `rocketmq_consumer_lag` | gauge | group | the queues' lag, summed |
 //! | `rocketmq_consumer_cached_messages` | gauge | group | messages cached |
 //! | `rocketmq_consumer_cached_bytes` | gauge | group | body bytes cached |
@@ -108,6 +110,11 @@ impl Exporter {
             (
                 "rocketmq_consumer_stale_completions_total",
                 stats.stale_completions,
+            ),
+            ("rocketmq_consumer_handovers_total", stats.handovers),
+            (
+                "rocketmq_consumer_handover_timeouts_total",
+                stats.handover_timeouts,
             ),
         ];
         for (name, value) in counters {

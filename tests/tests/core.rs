@@ -19,6 +19,8 @@ mod consume_timeout;
 mod crashed_broker_offsets_restored;
 #[path = "core/flow_control_pauses_pull.rs"]
 mod flow_control_pauses_pull;
+#[path = "core/handover_waits_for_the_old_owner.rs"]
+mod handover_waits_for_the_old_owner;
 #[path = "core/late_complete_after_revoke.rs"]
 mod late_complete_after_revoke;
 #[path = "core/message_trace_records.rs"]

@@ -24,5 +24,7 @@ mod broker_route;
 mod broker_slave;
 #[path = "sim/consume_all.rs"]
 mod consume_all;
+#[path = "sim/graceful_handover.rs"]
+mod graceful_handover;
 #[path = "sim/seeds.rs"]
 mod seeds;

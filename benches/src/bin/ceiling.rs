@@ -634,6 +634,7 @@ fn rmq_consume(source: &Source<'_>, tally: &Tally, path: Option<&std::path::Path
         rate: None,
         trace: false,
         pop: None,
+        stop: None,
     };
     rmq_cli::consume::consume(&options, None, |value| {
         writeln!(out, "{value}")

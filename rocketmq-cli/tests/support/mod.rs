@@ -112,6 +112,33 @@ impl Background {
     pub(crate) fn next_line(&self, timeout: std::time::Duration) -> Option<Value> {
         self.lines.recv_timeout(timeout).ok()
     }
+
+    /// Sends the program signal `signal` (`TERM`, `INT`) with `kill`.
+    pub(crate) fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} failed: {status}");
+    }
+
+    /// Waits at most `timeout` for the program to exit; its status, or `None` if it still runs.
+    pub(crate) fn exit_within(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Background {

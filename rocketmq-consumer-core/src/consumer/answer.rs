@@ -153,9 +153,10 @@ impl Consumer {
                 if let Err(reason) = answer.and_then(success) {
                     self.failed(&addr, name, reason);
                 }
+                self.handovers.commit_ended(&mq);
                 // Ours again meanwhile (a rebalance gave it back): the lock is held anew.
                 if self.queues.key_of(&mq).is_none() {
-                    self.unlock_oneway(now, &mq);
+                    self.release_lock(now, &mq);
                 }
                 self.maybe_close(now);
             }
@@ -172,10 +173,20 @@ impl Consumer {
                         .map_err(|e| FailureReason::Malformed(e.to_string()))
                 });
                 match granted {
-                    Ok(body) => self.on_lock(now, sent, &queues, &body.lock_ok_mq_set),
+                    Ok(body) if self.needs_lock() => {
+                        self.on_lock(now, sent, &queues, &body.lock_ok_mq_set)
+                    }
+                    Ok(body) => self.on_handover_lock(now, &queues, &body.lock_ok_mq_set),
                     Err(reason) => {
+                        // An error answer (not a refused lock): the broker will not lock, so a
+                        // hand-over has nothing to wait for.
+                        let answered = matches!(reason, FailureReason::Refused(..));
                         self.failed(&addr, name, reason);
-                        self.on_lock_failed(now, &queues);
+                        if self.needs_lock() {
+                            self.on_lock_failed(now, &queues);
+                        } else {
+                            self.on_handover_lock_failed(now, &queues, answered);
+                        }
                     }
                 }
             }

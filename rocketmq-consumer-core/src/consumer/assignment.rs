@@ -274,7 +274,8 @@ impl Consumer {
         for mq in &change.added {
             to_lock.extend(self.add_queue(now, mq.clone()));
         }
-        // Orderly: lock new queues at once, one request per broker, not at the next renewal.
+        // Lock new queues at once (orderly, hand-overs), one request per broker, not at the
+        // next renewal.
         if !to_lock.is_empty() {
             self.lock_queues(now, to_lock);
         }
@@ -284,7 +285,8 @@ impl Consumer {
         }
     }
 
-    /// Starts consuming `mq`; returns its key when it must be locked first (orderly).
+    /// Starts consuming `mq`; returns its key when it must be locked first (orderly, or a
+    /// hand-over).
     pub(super) fn add_queue(&mut self, now: Instant, mq: MessageQueue) -> Option<QueueKey> {
         if let Some(old) = self.queues.key_of(&mq) {
             // Revoked but still draining: finish the old life before the new one starts.
@@ -298,8 +300,15 @@ impl Consumer {
                 return None;
             }
         }
+        let handed_over = self.hands_over(mq.topic());
         let (key, epoch) = self.insert_queue(mq, None, None);
         if self.needs_lock() {
+            return Some(key);
+        }
+        if handed_over {
+            // Its last owner may still be finishing it: its offset is read once the lock is
+            // ours (see `handover`).
+            self.await_handover(now, key);
             return Some(key);
         }
         self.resolve_offset(now, key, epoch);
@@ -360,7 +369,10 @@ impl Consumer {
         // whose lease lapsed may have a new owner by now, who must not see its offset move.
         let committable =
             state.persisted.is_some() && (!self.needs_lock() || state.lease_valid(now));
-        let mut unlock = self.needs_lock() && state.lease.is_some();
+        // The queue's broker lock: an orderly lease, or a hand-over lock (`handover`).
+        let mut unlock =
+            (self.needs_lock() && state.lease.is_some()) || self.handovers.holds(&state.mq);
+        self.handovers.forget(key);
         if committable {
             let offset = state.commit_point();
             let reachable = self
@@ -376,6 +388,7 @@ impl Consumer {
                     let command = self.commit_command(&state.mq, offset);
                     let kind = PendingKind::HandOverCommit(state.mq.clone());
                     self.request_commit(now, &addr, command, kind);
+                    self.handovers.release_after_commit(state.mq.clone());
                     unlock = false;
                 }
                 Some(_) => self.store_offset(now, &state.mq, offset),
@@ -391,7 +404,7 @@ impl Consumer {
             }
         }
         if unlock {
-            self.unlock_oneway(now, &state.mq);
+            self.release_lock(now, &state.mq);
         }
         self.outputs
             .push_back(Output::Event(Event::Revoked(vec![state.mq])));

@@ -32,7 +32,11 @@ impl Consumer {
         }
         for (broker, queues) in by_broker {
             let Some(addr) = self.cluster.lock_addr(&broker) else {
-                self.on_lock_failed(now, &queues);
+                if self.needs_lock() {
+                    self.on_lock_failed(now, &queues);
+                } else {
+                    self.on_handover_lock_failed(now, &queues, false);
+                }
                 continue;
             };
             let mq_set: Vec<MessageQueue> = queues
@@ -46,7 +50,8 @@ impl Consumer {
         }
     }
 
-    /// Renews the lock of every queue still owned (and asks again for those not locked yet).
+    /// Renews the lock of every queue still owned (and asks again for those not locked yet):
+    /// orderly leases, and hand-over locks (`handover`).
     pub(super) fn renew_leases(&mut self, now: Instant) {
         if self.lifecycle != Lifecycle::Running {
             return;
@@ -55,6 +60,7 @@ impl Consumer {
             .queues
             .iter()
             .filter(|s| s.phase != Phase::Revoking)
+            .filter(|s| self.needs_lock() || self.hands_over(s.mq.topic()))
             .map(|s| s.key)
             .collect();
         self.lock_queues(now, keys);
@@ -105,6 +111,24 @@ impl Consumer {
         let retry = self.config.lock_retry;
         for key in lost {
             self.lose_lease(now, key, retry);
+        }
+        self.release_stale_grants(now, granted);
+    }
+
+    /// Releases the locks `granted` of queues that are no longer ours (revoked while the lock
+    /// request was out), unless their revoke releases them once its commit is answered: the
+    /// broker would otherwise keep them for 60 s, standing the next owner still (orderly) or
+    /// letting it lock at once while we consume (a hand-over lock we keep renewing).
+    pub(super) fn release_stale_grants(&mut self, now: Instant, granted: &BTreeSet<MessageQueue>) {
+        let stale: Vec<MessageQueue> = granted
+            .iter()
+            .filter(|mq| {
+                self.queues.key_of(mq).is_none() && !self.handovers.releases_after_commit(mq)
+            })
+            .cloned()
+            .collect();
+        for mq in stale {
+            self.release_lock(now, &mq);
         }
     }
 
@@ -171,24 +195,30 @@ impl Consumer {
         self.oneway(now, &addr, request);
     }
 
-    /// Shutdown: releases every held lock, one request per broker, so the next owner need not
-    /// wait for the broker's 60 s expiry.
+    /// Shutdown: releases every held lock (orderly leases, hand-over locks), one request per
+    /// broker, so the next owner need not wait for the broker's 60 s expiry.
     pub(super) fn unlock_all(&mut self, now: Instant) {
-        if !self.needs_lock() {
-            return;
-        }
-        let mut by_broker: BTreeMap<String, Vec<MessageQueue>> = BTreeMap::new();
-        for state in self.queues.iter().filter(|s| s.lease.is_some()) {
+        let leased: Vec<MessageQueue> = if self.needs_lock() {
+            self.queues
+                .iter()
+                .filter(|s| s.lease.is_some())
+                .map(|s| s.mq.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut by_broker: BTreeMap<String, BTreeSet<MessageQueue>> = BTreeMap::new();
+        for mq in leased.into_iter().chain(self.handovers.take_held()) {
             by_broker
-                .entry(state.mq.broker_name().to_owned())
+                .entry(mq.broker_name().to_owned())
                 .or_default()
-                .push(state.mq.clone());
+                .insert(mq);
         }
         for (broker, queues) in by_broker {
             let Some(addr) = self.cluster.lock_addr(&broker) else {
                 continue;
             };
-            let body = self.lock_body(queues);
+            let body = self.lock_body(queues.into_iter().collect());
             let request = Command::request(RequestCode::UNLOCK_BATCH_MQ, &UnlockBatchMqRequest {})
                 .with_body(body);
             self.request(now, &addr, request, PendingKind::Unlock);

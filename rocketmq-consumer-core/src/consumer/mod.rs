@@ -14,7 +14,8 @@
 //! duties are grouped by file: `answer` (how each request ends), `assignment` (routes,
 //! heartbeats, rebalance, queues added and revoked), `pulling` (start offsets, pulls and flow
 //! control), `dispatching` (messages to the handler), `requesting` (requests out, connections
-//! lost), `offsets` (commits), `lease` (orderly locks), `retry` (failed messages),
+//! lost), `offsets` (commits), `lease` (orderly locks), `handover` (queues handed
+//! over between live members under the broker lock), `retry` (failed messages),
 //! `broker_request` (what brokers ask of us), `poll` (the poll-mode API) and `shutdown`.
 //! The rules themselves are pure functions of their own modules (`rebalance`, `queue`, `pull`).
 
@@ -26,6 +27,7 @@ mod broker_request;
 pub(crate) mod cluster;
 mod deliveries;
 mod dispatching;
+mod handover;
 mod lease;
 mod local_offsets;
 mod message_trace;
@@ -100,6 +102,8 @@ pub struct Consumer {
     local_offsets: LocalOffsets,
     /// Where queues revoked while their broker was unreachable stood.
     stranded: StrandedOffsets,
+    /// Broker locks held as hand-over tokens, and what waiting for them cost.
+    handovers: handover::Handovers,
     /// Poll mode: queues the application assigned itself, by topic (no rebalance for these).
     assigned: BTreeMap<String, BTreeSet<MessageQueue>>,
     /// Poll mode: queues neither pulled nor polled until resumed.
@@ -215,6 +219,7 @@ impl Consumer {
             outputs: VecDeque::new(),
             local_offsets: LocalOffsets::default(),
             stranded: StrandedOffsets::default(),
+            handovers: handover::Handovers::default(),
             assigned: BTreeMap::new(),
             paused: BTreeSet::new(),
             next_request: 0,
@@ -241,7 +246,7 @@ impl Consumer {
                 SubscriptionData::new(&retry_topic, "*", unix_ms),
             );
         }
-        if consumer.needs_lock() {
+        if consumer.needs_lock() || consumer.handover_enabled() {
             consumer
                 .timers
                 .set(now + consumer.config.lock_interval, Timer::LockRenew);
@@ -590,9 +595,14 @@ impl Consumer {
                 lease_until: s.lease,
                 revoking: s.phase == Phase::Revoking,
                 stuck: s.stuck.as_ref().map(|(_, error)| error.clone()),
+                awaiting_handover_since: self.handovers.waiting_since(s.key),
+                handovers: self.handovers.tally(&s.mq).handovers,
+                handover_timeouts: self.handovers.tally(&s.mq).timeouts,
+                last_handover_wait: self.handovers.tally(&s.mq).last_wait,
             })
             .collect();
         let c = &self.counters;
+        let (handovers, handover_timeouts, handover_wait) = self.handovers.totals();
         ConsumerStats {
             cached_messages: queues.iter().map(|q| q.cached_messages).sum(),
             cached_bytes: queues.iter().map(|q| q.cached_bytes).sum(),
@@ -614,6 +624,9 @@ impl Consumer {
             expired_deliveries: c.expired,
             sent_back: c.sent_back,
             trace_dropped: 0,
+            handovers,
+            handover_timeouts,
+            handover_wait,
         }
     }
 
@@ -676,6 +689,7 @@ impl Consumer {
                     self.lock_queues(now, vec![key]);
                 }
             }
+            Timer::HandoverDeadline(key, epoch) => self.handover_deadline(now, key, epoch),
             Timer::LeaseExpiry(key, epoch) => {
                 let lapsed = self
                     .queues

@@ -261,7 +261,15 @@ impl Consumer {
     pub(super) fn on_send_back_failed(&mut self, now: Instant, mut back: SendBack) {
         if back.stage == Stage::Broker {
             back.stage = Stage::RetryTopic;
-            return self.send_to_retry_topic(now, back);
+            // A group holding queue locks looks orderly to the broker, which moves a plain
+            // send to its retry topic straight to the dead-letter queue
+            // (`SendMessageProcessor.handleRetryAndDLQ`, `RebalanceLockManager.isLockAllExpired`).
+            // With hand-over locks, a message with retries left is redelivered here instead.
+            let retries_left =
+                back.message.reconsume_times() < self.config.effective_max_reconsume_times();
+            if !(self.handover_enabled() && retries_left) {
+                return self.send_to_retry_topic(now, back);
+            }
         }
         let offset = back.message.queue_offset();
         let max = self.config.effective_max_reconsume_times();

@@ -59,6 +59,14 @@ pub struct ConsumerStats {
     /// Message trace records the driver dropped: its queue to the trace topic was full, or a
     /// send failed (the core itself drops none and leaves this 0).
     pub trace_dropped: u64,
+    /// Queues handed over to this consumer by a live previous owner: starts that waited for
+    /// the queue's broker lock to be released (see `ConsumerConfig::handover_timeout`).
+    pub handovers: u64,
+    /// Of those, the starts that gave up waiting after `handover_timeout` (the previous owner
+    /// gone or cut off).
+    pub handover_timeouts: u64,
+    /// How long each of those hand-overs stood its queue still (assignment to start).
+    pub handover_wait: Latency,
 }
 
 /// One queue's state.
@@ -98,6 +106,14 @@ pub struct QueueStats {
     /// Why the queue cannot move on, while it cannot: a record at its next offset does not
     /// decode (the decoder's error; [`crate::Event::CorruptMessages`] said so once).
     pub stuck: Option<String>,
+    /// Waiting for its previous owner to release it (a hand-over), since then.
+    pub awaiting_handover_since: Option<Instant>,
+    /// Hand-overs of this queue to this consumer so far, over all its lives here.
+    pub handovers: u64,
+    /// Of those, the ones that gave up waiting after `handover_timeout`.
+    pub handover_timeouts: u64,
+    /// How long the last of them stood the queue still.
+    pub last_handover_wait: Option<Duration>,
 }
 
 /// The latency distributions behind [`ConsumerStats::pull_latency`] and

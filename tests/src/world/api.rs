@@ -22,6 +22,12 @@ impl World {
         self.deliveries
     }
 
+    /// Messages consumed more than once (by any nodes), and the consumptions past the first.
+    pub fn duplicates(&self) -> (usize, u64) {
+        let twice = self.consumptions.values().filter(|n| **n > 1);
+        (twice.clone().count(), twice.map(|n| u64::from(n - 1)).sum())
+    }
+
     /// Messages produced so far.
     pub fn produced(&self) -> usize {
         self.produced.values().map(BTreeSet::len).sum()

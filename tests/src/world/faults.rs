@@ -15,6 +15,10 @@ use crate::sim::{ConnKey, Fault};
 impl World {
     pub(super) fn inject_fault(&mut self) {
         self.fault_lasts(Duration::ZERO);
+        if self.config.graceful_churn {
+            self.change_the_group();
+            return;
+        }
         let brokers: Vec<String> = self.cluster.broker_names().map(str::to_owned).collect();
         let broker = brokers[self.rng.index(brokers.len())].clone();
         if self.config.pauses && self.rng.chance(1, 3) {
@@ -118,6 +122,34 @@ impl World {
                 if live.len() > 1 {
                     let i = live[self.rng.index(live.len())];
                     self.shutdown_node(i);
+                }
+            }
+        }
+    }
+
+    /// A graceful group change ([`WorldConfig::graceful_churn`](super::WorldConfig)): a member
+    /// joins, a member shuts down (never the last one), or a rolling restart's step (a member
+    /// shuts down, its replacement joins 0.5 to 3 s later).
+    fn change_the_group(&mut self) {
+        let live: Vec<usize> = (0..self.nodes.len())
+            .filter(|i| !self.nodes[*i].shutting_down)
+            .collect();
+        match self.rng.below(3) {
+            0 => {
+                self.note("fault: a member joins".into());
+                self.add_consumer();
+            }
+            choice => {
+                if live.len() < 2 {
+                    self.add_consumer();
+                    return;
+                }
+                let i = live[self.rng.index(live.len())];
+                self.shutdown_node(i);
+                if choice == 2 {
+                    self.note(format!("fault: node {i} restarts"));
+                    let at = self.now + Duration::from_millis(500 + self.rng.below(2500));
+                    self.schedule(at, Ev::Join);
                 }
             }
         }

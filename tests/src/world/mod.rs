@@ -100,6 +100,14 @@ pub struct WorldConfig {
     /// thread pool and locks and unlocks on the admin pool (`BrokerController.registerProcessor`),
     /// so a commit can take effect after requests sent behind it on the same connection.
     pub commit_lag: Duration,
+    /// The group changes gracefully and nothing else goes wrong: the faults are members
+    /// joining, members shutting down, and rolling restarts (a member shuts down and a new
+    /// one joins a moment later), no more; handlers never fail.
+    pub graceful_churn: bool,
+    /// No message may be consumed twice (checked as each is): with `graceful_churn`, a
+    /// consumer's quiet hand-over must make every group change duplicate-free
+    /// (`ConsumerConfig::handover_timeout`).
+    pub forbid_duplicates: bool,
 }
 
 /// Clustering: how long any message may wait to be first consumed after it was produced or
@@ -154,7 +162,24 @@ impl WorldConfig {
             cache_limits: None,
             burst: None,
             commit_lag: Duration::ZERO,
+            graceful_churn: false,
+            forbid_duplicates: false,
         }
+    }
+
+    /// Graceful group changes only ([`WorldConfig::graceful_churn`]) in a concurrent
+    /// clustering group of three over a steady stream of 600 messages (handlers of 1 to 40 ms,
+    /// so deliveries are in flight at every change), nothing consumed twice
+    /// ([`WorldConfig::forbid_duplicates`]).
+    pub fn graceful(seed: u64) -> Self {
+        let mut config = Self::new(seed);
+        config.graceful_churn = true;
+        config.forbid_duplicates = true;
+        config.consumers = 3;
+        config.messages = 600;
+        config.reconsume_percent = 0;
+        config.handler_time = (Duration::from_millis(1), Duration::from_millis(40));
+        config
     }
 }
 
@@ -363,6 +388,8 @@ pub struct World {
     /// When each message was produced, and first consumed.
     produced_at: BTreeMap<Position, Instant>,
     first_consumed: BTreeMap<Position, Instant>,
+    /// How many times each message was consumed (by any node).
+    consumptions: BTreeMap<Position, u32>,
     /// Every fault (or membership change): when it began and ended.
     faults: Vec<(Instant, Instant)>,
     deliveries: u64,
@@ -414,6 +441,7 @@ impl World {
             black_holed: BTreeSet::new(),
             produced_at: BTreeMap::new(),
             first_consumed: BTreeMap::new(),
+            consumptions: BTreeMap::new(),
             faults: Vec::new(),
             deliveries: 0,
             to_produce: config.messages,
@@ -437,7 +465,7 @@ impl World {
             }
             let at = world.epoch + active / 3;
             world.schedule(at, Ev::Join);
-            if world.config.slaves.is_some() {
+            if world.config.slaves.is_some() && !world.config.graceful_churn {
                 world.schedule_master_loss();
             }
         }
@@ -716,6 +744,15 @@ impl World {
         self.first_consumed
             .entry((mq.clone(), offset))
             .or_insert(self.now);
+        let times = self.consumptions.entry((mq.clone(), offset)).or_default();
+        *times += 1;
+        let times = *times;
+        if times > 1 && self.config.forbid_duplicates {
+            self.fail(&format!(
+                "node {i} consumed {mq:?}@{offset} again (time {times}): only graceful group \
+                 changes happened, and a hand-over must not duplicate anything"
+            ));
+        }
         self.nodes[i].consumed.insert((mq.clone(), offset));
         self.acked.entry(mq).or_default().insert(offset);
     }

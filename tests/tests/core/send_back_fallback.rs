@@ -4,6 +4,11 @@
 //! `RECONSUME_TIME`, `MAX_RECONSUME_TIMES`; `remoting-protocol.md` §7.2); if that is refused
 //! too, it reports `Event::SendBackFailed` and delivers the message again locally after
 //! `send_back_retry_delay` (5 s), keeping it cached so the offset cannot pass it.
+//!
+//! The fallback is Java's, for a consumer without hand-over locks (`handover_timeout` zero):
+//! a broker dead-letters a plain send to the retry topic of a group that holds queue locks
+//! (`SendMessageProcessor.handleRetryAndDLQ`), so a consumer that hands queues over under
+//! the lock skips it and redelivers the message locally.
 
 use std::time::Duration;
 
@@ -18,7 +23,20 @@ use rocketmq_tests::world::World;
 /// One consumer holding its deliveries, one message in `queue`, delivered and held; returns
 /// the world, the held delivery and its message.
 fn one_failed_delivery(seed: u64, queue: &MessageQueue) -> (World, DeliveryId, Message) {
-    let mut world = World::new(quiet_config(seed, 1));
+    let mut config = quiet_config(seed, 1);
+    config.consumer_config = |mut c| {
+        c.handover_timeout = Duration::ZERO;
+        c
+    };
+    one_failed_delivery_in(config, queue)
+}
+
+/// [`one_failed_delivery`] in a world of `config`.
+fn one_failed_delivery_in(
+    config: rocketmq_tests::world::WorldConfig,
+    queue: &MessageQueue,
+) -> (World, DeliveryId, Message) {
+    let mut world = World::new(config);
     world.nodes[0].hold = true;
     world.run_until(world.epoch() + Duration::from_secs(1));
     world.produce_to(queue, 1);
@@ -140,6 +158,38 @@ fn when_both_ways_back_are_refused_the_message_is_redelivered_locally_after_5_s(
     let retry = MessageQueue::new(RETRY, "broker-a", 0);
     assert_eq!(world.cluster.messages(&retry).count(), 0);
 
+    world.release_held(0, world.now);
+    world.run_until(world.now + Duration::from_secs(6));
+    assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(1));
+}
+
+#[test]
+fn with_hand_over_locks_a_refused_send_back_is_redelivered_locally() {
+    let queue = MessageQueue::new(TOPIC, "broker-a", 1);
+    let (mut world, id, original) = one_failed_delivery_in(quiet_config(110, 1), &queue);
+    refuse_once(&mut world, "broker-a", RequestCode::CONSUMER_SEND_MSG_BACK);
+    let delivered_before = world.nodes[0].delivered.len();
+    world.complete_at(0, id, ConsumeOutcome::ReconsumeLater, world.now);
+    world.run_until(world.now + Duration::from_secs(7));
+    assert_eq!(refusals(&world, "CONSUMER_SEND_MSG_BACK"), 1);
+    assert_eq!(
+        world.requests_sent("broker-a:10911", RequestCode::SEND_MESSAGE_V2),
+        0,
+        "nothing sent to the retry topic, which would dead-letter it"
+    );
+    let again: Vec<_> = world.nodes[0].delivered[delivered_before..].to_vec();
+    assert_eq!(again.len(), 1, "redelivered once, locally");
+    assert_eq!(again[0].1.queue, queue);
+    assert_eq!(again[0].1.messages[0].body(), original.body());
+    assert_eq!(again[0].1.messages[0].reconsume_times(), 1);
+    for broker in ["broker-a", "broker-b"] {
+        let dlq = MessageQueue::new("%DLQ%sim-group", broker, 0);
+        assert_eq!(
+            world.cluster.messages(&dlq).count(),
+            0,
+            "nothing dead-lettered"
+        );
+    }
     world.release_held(0, world.now);
     world.run_until(world.now + Duration::from_secs(6));
     assert_eq!(world.cluster.committed_offset(GROUP, &queue), Some(1));
