@@ -145,13 +145,16 @@ pub struct ConsumerConfig {
     /// How long a revoked queue waits for its in-flight deliveries before its offset is
     /// committed without them.
     pub revoke_drain_timeout: Duration,
-    /// Concurrent and poll-mode clustering consumers: how long a queue just assigned waits
-    /// for its previous owner to release it (the broker lock it holds as a hand-over token,
-    /// released after its final commit is confirmed) before it starts without it, the
-    /// previous owner presumed gone (crashed, or cut off). Default 6 s: a live owner's revoke
-    /// waits `revoke_drain_timeout` (5 s) for its handlers, plus a commit's round trip.
-    /// `Duration::ZERO` turns hand-overs off (Java's behaviour: the new owner starts from the
-    /// broker's offset at once, duplicating what the old one consumed after it).
+    /// Concurrent and poll-mode clustering consumers: quiet hand-overs (`consumer::handover`,
+    /// ARCHITECTURE.md), and how long a queue just assigned waits for its previous owner to
+    /// release it (the broker lock it holds as a hand-over token, released after its final
+    /// commit is confirmed) before it starts without it, the previous owner presumed gone
+    /// (crashed, or cut off). 6 s fits: a live owner's revoke waits `revoke_drain_timeout`
+    /// (5 s) for its handlers, plus a commit's round trip. `Duration::ZERO`, the default,
+    /// turns hand-overs off (Java's behaviour: the new owner starts from the broker's offset
+    /// at once, and consumes again what the old one finished meanwhile): not yet on by
+    /// default, as a real-broker stream under load still showed a duplicated queue with it
+    /// on (README, Consuming).
     pub handover_timeout: Duration,
     /// How often a queue waiting for a hand-over asks the broker for its lock again (100 ms):
     /// a hand-over stands the queue still for the old owner's drain and commit plus at most
@@ -252,7 +255,7 @@ impl ConsumerConfig {
             route_refresh_interval: Duration::from_secs(30),
             persist_interval: Duration::from_secs(5),
             revoke_drain_timeout: Duration::from_secs(5),
-            handover_timeout: Duration::from_secs(6),
+            handover_timeout: Duration::ZERO,
             handover_retry: Duration::from_millis(100),
             revoke_hook: false,
             trace: false,

@@ -167,7 +167,8 @@ impl WorldConfig {
         }
     }
 
-    /// Graceful group changes only ([`WorldConfig::graceful_churn`]) in a concurrent
+    /// Graceful group changes only ([`WorldConfig::graceful_churn`]) with hand-overs on
+    /// (`handover_timeout` 6 s) in a concurrent
     /// clustering group of three over a steady stream of 600 messages (handlers of 1 to 40 ms,
     /// so deliveries are in flight at every change), nothing consumed twice
     /// ([`WorldConfig::forbid_duplicates`]).
@@ -179,6 +180,10 @@ impl WorldConfig {
         config.messages = 600;
         config.reconsume_percent = 0;
         config.handler_time = (Duration::from_millis(1), Duration::from_millis(40));
+        config.consumer_config = |mut c| {
+            c.handover_timeout = Duration::from_secs(6);
+            c
+        };
         config
     }
 }

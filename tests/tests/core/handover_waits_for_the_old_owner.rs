@@ -2,7 +2,7 @@
 //! a rebalance moves while its old owner still has deliveries of it running is not read by the
 //! newcomer until the old owner has finished them, committed the queue, had the commit answered
 //! and released the queue's broker lock; the newcomer then starts at that commit, so nothing is
-//! consumed twice. Without the hand-over (`handover_timeout` zero, Java's behaviour), the
+//! consumed twice. Without the hand-over (`handover_timeout` zero, the default: Java's behaviour), the
 //! newcomer starts from the broker's older offset at once and consumes the same messages again.
 
 use std::time::Duration;
@@ -10,6 +10,9 @@ use std::time::Duration;
 use consumer_core::{ConsumerConfig, MessageQueue};
 use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
 use rocketmq_tests::world::World;
+
+/// Hand-overs on, as a user turns them on.
+const HANDOVER_TIMEOUT: Duration = Duration::from_secs(6);
 
 /// How long node 0's handlers of the moved queue run after the newcomer joined.
 const BUSY_AFTER_JOIN: Duration = Duration::from_secs(2);
@@ -45,7 +48,10 @@ fn join_while_busy(
 
 #[test]
 fn the_newcomer_starts_where_the_old_owner_committed() {
-    let (world, newcomer, queue) = join_while_busy(|c| c);
+    let (world, newcomer, queue) = join_while_busy(|mut c| {
+        c.handover_timeout = HANDOVER_TIMEOUT;
+        c
+    });
     assert!(
         world.nodes[newcomer]
             .consumer

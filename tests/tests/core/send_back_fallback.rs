@@ -5,7 +5,8 @@
 //! too, it reports `Event::SendBackFailed` and delivers the message again locally after
 //! `send_back_retry_delay` (5 s), keeping it cached so the offset cannot pass it.
 //!
-//! The fallback is Java's, for a consumer without hand-over locks (`handover_timeout` zero):
+//! The fallback is Java's, for a consumer without hand-over locks (`handover_timeout` zero,
+//! the default):
 //! a broker dead-letters a plain send to the retry topic of a group that holds queue locks
 //! (`SendMessageProcessor.handleRetryAndDLQ`), so a consumer that hands queues over under
 //! the lock skips it and redelivers the message locally.
@@ -166,7 +167,12 @@ fn when_both_ways_back_are_refused_the_message_is_redelivered_locally_after_5_s(
 #[test]
 fn with_hand_over_locks_a_refused_send_back_is_redelivered_locally() {
     let queue = MessageQueue::new(TOPIC, "broker-a", 1);
-    let (mut world, id, original) = one_failed_delivery_in(quiet_config(110, 1), &queue);
+    let mut config = quiet_config(110, 1);
+    config.consumer_config = |mut c| {
+        c.handover_timeout = Duration::from_secs(6);
+        c
+    };
+    let (mut world, id, original) = one_failed_delivery_in(config, &queue);
     refuse_once(&mut world, "broker-a", RequestCode::CONSUMER_SEND_MSG_BACK);
     let delivered_before = world.nodes[0].delivered.len();
     world.complete_at(0, id, ConsumeOutcome::ReconsumeLater, world.now);
