@@ -33,6 +33,20 @@ pub fn quiet_config(seed: u64, consumers: usize) -> WorldConfig {
     config
 }
 
+/// A world of `config` (one consumer) whose node 0 owns every queue and holds, unfinished, its
+/// deliveries of three messages produced into `broker-b#0`: the queue a second member takes
+/// over when it joins (ids sort #0 < #1, AVG). Returns the world and that queue, half a second
+/// after the messages were produced.
+pub fn busy_owner_of_a_moving_queue(config: WorldConfig) -> (World, MessageQueue) {
+    let mut world = World::new(config);
+    world.nodes[0].hold = true;
+    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
+    world.run_until(world.epoch() + Duration::from_secs(1));
+    world.produce_to(&queue, 3);
+    world.run_until(world.now + Duration::from_millis(500));
+    (world, queue)
+}
+
 /// The offsets of the messages of `queue` in `delivered` (a node's [`Node::delivered`], or the
 /// part of it after some point), in delivery order.
 ///

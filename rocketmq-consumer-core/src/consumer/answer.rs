@@ -173,20 +173,12 @@ impl Consumer {
                         .map_err(|e| FailureReason::Malformed(e.to_string()))
                 });
                 match granted {
-                    Ok(body) if self.needs_lock() => {
-                        self.on_lock(now, sent, &queues, &body.lock_ok_mq_set)
-                    }
-                    Ok(body) => self.on_handover_lock(now, &queues, &body.lock_ok_mq_set),
+                    Ok(body) => self.on_lock(now, sent, &queues, &body.lock_ok_mq_set),
                     Err(reason) => {
-                        // An error answer (not a refused lock): the broker will not lock, so a
-                        // hand-over has nothing to wait for.
+                        // An error answer (not a refused lock): the broker will not lock.
                         let answered = matches!(reason, FailureReason::Refused(..));
                         self.failed(&addr, name, reason);
-                        if self.needs_lock() {
-                            self.on_lock_failed(now, &queues);
-                        } else {
-                            self.on_handover_lock_failed(now, &queues, answered);
-                        }
+                        self.on_lock_failed(now, &queues, answered);
                     }
                 }
             }

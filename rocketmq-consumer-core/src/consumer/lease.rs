@@ -32,11 +32,7 @@ impl Consumer {
         }
         for (broker, queues) in by_broker {
             let Some(addr) = self.cluster.lock_addr(&broker) else {
-                if self.needs_lock() {
-                    self.on_lock_failed(now, &queues);
-                } else {
-                    self.on_handover_lock_failed(now, &queues, false);
-                }
+                self.on_lock_failed(now, &queues, false);
                 continue;
             };
             let mq_set: Vec<MessageQueue> = queues
@@ -74,6 +70,9 @@ impl Consumer {
         queues: &[(QueueKey, Epoch)],
         granted: &BTreeSet<MessageQueue>,
     ) {
+        if !self.needs_lock() {
+            return self.on_handover_lock(now, queues, granted);
+        }
         let until = sent + self.config.lock_lease;
         let mut acquired = Vec::new();
         let mut lost = Vec::new();
@@ -132,9 +131,19 @@ impl Consumer {
         }
     }
 
-    /// A lock request got no usable answer: queues still waiting for their first lock ask
-    /// again later; held leases run out on their own unless the next renewal works.
-    pub(super) fn on_lock_failed(&mut self, now: Instant, queues: &[(QueueKey, Epoch)]) {
+    /// A lock request got no usable answer (`answered`: an error answer, so the broker will
+    /// not lock): queues still waiting for their first lock ask again later; held leases run
+    /// out on their own unless the next renewal works. Hand-over locks decide for themselves
+    /// (`on_handover_lock_failed`).
+    pub(super) fn on_lock_failed(
+        &mut self,
+        now: Instant,
+        queues: &[(QueueKey, Epoch)],
+        answered: bool,
+    ) {
+        if !self.needs_lock() {
+            return self.on_handover_lock_failed(now, queues, answered);
+        }
         for &(key, epoch) in queues {
             if self
                 .queues

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumerConfig, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
+use rocketmq_tests::scenario::{GROUP, busy_owner_of_a_moving_queue, offsets_of, quiet_config};
 use rocketmq_tests::world::World;
 
 /// Hand-overs on, as a user turns them on.
@@ -24,13 +24,7 @@ fn join_while_busy(
 ) -> (World, usize, MessageQueue) {
     let mut config = quiet_config(107, 1);
     config.consumer_config = configure;
-    let mut world = World::new(config);
-    world.nodes[0].hold = true;
-    // Owned by node 0 alone now, by the newcomer once it joins (ids sort #0 < #1, AVG).
-    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
-    world.run_until(world.epoch() + Duration::from_secs(1));
-    world.produce_to(&queue, 3);
-    world.run_until(world.now + Duration::from_millis(500));
+    let (mut world, queue) = busy_owner_of_a_moving_queue(config);
     assert_eq!(
         offsets_of(&world.nodes[0].delivered, &queue),
         vec![0, 1, 2],

@@ -8,9 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use consumer_core::{ConsumeMode, ConsumeOutcome, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
-use rocketmq_tests::world::World;
+use consumer_core::{ConsumeMode, ConsumeOutcome};
+use rocketmq_tests::scenario::{GROUP, busy_owner_of_a_moving_queue, offsets_of, quiet_config};
 
 /// Long enough that the newcomer's next lock attempt (every 3 s after its first was refused)
 /// comes while the commit still waits in the broker; shorter than a request's timeout (3 s).
@@ -21,13 +20,7 @@ fn the_newcomer_starts_after_a_commit_the_broker_applied_late() {
     let mut config = quiet_config(106, 1);
     config.mode = ConsumeMode::Orderly;
     config.commit_lag = COMMIT_LAG;
-    let mut world = World::new(config);
-    world.nodes[0].hold = true;
-    // Owned by node 0 alone now, by the newcomer once it joins (ids sort #0 < #1, AVG).
-    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
-    world.run_until(world.epoch() + Duration::from_secs(1));
-    world.produce_to(&queue, 3);
-    world.run_until(world.now + Duration::from_millis(500));
+    let (mut world, queue) = busy_owner_of_a_moving_queue(config);
     let held = world.nodes[0].held.clone();
     assert_eq!(held.len(), 1, "one batch of the queue in flight");
 

@@ -6,21 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use consumer_core::{ConsumeMode, ConsumeOutcome, Event, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, TOPIC, offsets_of, quiet_config};
-use rocketmq_tests::world::World;
+use consumer_core::{ConsumeMode, ConsumeOutcome, Event};
+use rocketmq_tests::scenario::{GROUP, busy_owner_of_a_moving_queue, offsets_of, quiet_config};
 
 #[test]
 fn the_old_owner_finishes_commits_and_unlocks_before_the_newcomer_delivers() {
     let mut config = quiet_config(105, 1);
     config.mode = ConsumeMode::Orderly;
-    let mut world = World::new(config);
-    world.nodes[0].hold = true;
-    // Owned by node 0 alone now, by the newcomer once it joins (ids sort #0 < #1, AVG).
-    let queue = MessageQueue::new(TOPIC, "broker-b", 0);
-    world.run_until(world.epoch() + Duration::from_secs(1));
-    world.produce_to(&queue, 3);
-    world.run_until(world.now + Duration::from_millis(500));
+    let (mut world, queue) = busy_owner_of_a_moving_queue(config);
     let old = world.nodes[0].consumer.client_id().to_owned();
     assert_eq!(
         world.cluster.lock_owner(GROUP, &queue, world.now),
