@@ -149,7 +149,8 @@ pub struct ConsumerConfig {
     /// ARCHITECTURE.md), and how long a queue just assigned waits for its previous owner to
     /// release it (the broker lock it holds as a hand-over token, released after its final
     /// commit is confirmed) before it starts without it, the previous owner presumed gone
-    /// (crashed, or cut off). 6 s fits: a live owner's revoke waits `revoke_drain_timeout`
+    /// (crashed, or cut off). Counted from the broker's first answer to the queue's lock
+    /// request, so a broker stalled for a while does not use it up. 6 s fits: a live owner's revoke waits `revoke_drain_timeout`
     /// (5 s) for its handlers, plus a commit's round trip. `Duration::ZERO`, the default,
     /// turns hand-overs off (Java's behaviour: the new owner starts from the broker's offset
     /// at once, and consumes again what the old one finished meanwhile): not yet on by

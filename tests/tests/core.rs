@@ -19,6 +19,10 @@ mod consume_timeout;
 mod crashed_broker_offsets_restored;
 #[path = "core/flow_control_pauses_pull.rs"]
 mod flow_control_pauses_pull;
+#[path = "core/handover_clock_starts_at_an_answer.rs"]
+mod handover_clock_starts_at_an_answer;
+#[path = "core/handover_timed_out_asks_again.rs"]
+mod handover_timed_out_asks_again;
 #[path = "core/handover_waits_for_the_old_owner.rs"]
 mod handover_waits_for_the_old_owner;
 #[path = "core/late_complete_after_revoke.rs"]

@@ -7,6 +7,7 @@ use proto::body::{ConsumerListBody, LockBatchResponseBody, TopicRouteData};
 use proto::headers::{GetMaxOffsetResponse, QueryConsumerOffsetResponse, SearchOffsetResponse};
 use proto::{Command, ResponseCode};
 
+use super::lease::LockFailure;
 use super::{Consumer, Epoch, Pending, PendingKind, Phase, QueueKey};
 use crate::output::{Event, FailureReason, Output};
 use crate::timer::Timer;
@@ -175,10 +176,9 @@ impl Consumer {
                 match granted {
                     Ok(body) => self.on_lock(now, sent, &queues, &body.lock_ok_mq_set),
                     Err(reason) => {
-                        // An error answer (not a refused lock): the broker will not lock.
-                        let answered = matches!(reason, FailureReason::Refused(..));
+                        let failure = LockFailure::of(&reason);
                         self.failed(&addr, name, reason);
-                        self.on_lock_failed(now, &queues, answered);
+                        self.on_lock_failed(now, &queues, failure);
                     }
                 }
             }

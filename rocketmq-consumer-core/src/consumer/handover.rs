@@ -20,17 +20,24 @@
 //! - shutdown unlocks every held queue after the final commits, before unregistering;
 //! - locks are renewed every `lock_interval` (20 s) with the orderly ones.
 //!
-//! A new owner never waits for ever: after `handover_timeout` it starts without the lock (the
-//! old owner crashed, or is cut off and holds it until the broker's 60 s expiry). A broker
-//! that refuses the request itself (an error code, not a refused lock: no such request, no
-//! permission) lets the queue start at once. A member of the group that never locks (Apache's
-//! own concurrent consumer) is never waited for: the broker grants the lock at once.
+//! A new owner never waits for ever: `handover_timeout` after the broker's first answer it
+//! starts without the lock (the old owner crashed, or is cut off and holds it until the
+//! broker's 60 s expiry). The clock starts at an answer, not at the assignment, because a
+//! broker that stalls (a long GC pause under load) answers neither the new owner nor the old
+//! one: counting the stall would let the new owner read the offset before the old owner's
+//! revoke, delayed by the same stall, committed it. A queue that started without its lock
+//! asks for it again every `lock_retry` until it holds it, so its own next hand-over is
+//! ordered again. A broker that will never lock (no such request, no permission) lets the
+//! queue start at once; an error answer (busy, failing) is asked again. A member of the group
+//! that never locks (Apache's own concurrent consumer) is never waited for: the broker grants
+//! the lock at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use proto::MessageQueue;
 
+use super::lease::LockFailure;
 use super::{Consumer, Epoch, Phase, QueueKey};
 use crate::config::{ConsumeMode, MessageModel};
 use crate::stats::{Histogram, Latency};
@@ -54,6 +61,9 @@ struct Waiting {
     since: Instant,
     /// The broker refused the lock at least once: another member held the queue.
     refused: bool,
+    /// The broker answered a lock request (granted, refused or an error): the clock of
+    /// `handover_timeout` runs.
+    answered: bool,
 }
 
 /// The locks held as hand-over tokens, the queue lives waiting for theirs, and what waiting
@@ -81,15 +91,20 @@ impl Handovers {
                 epoch,
                 since: now,
                 refused: false,
+                answered: false,
             },
         );
     }
 
-    /// The broker refused the lock: another member holds the queue.
-    fn refused(&mut self, key: QueueKey, epoch: Epoch) {
-        if let Some(w) = self.waiting.get_mut(&key).filter(|w| w.epoch == epoch) {
-            w.refused = true;
-        }
+    /// The broker answered queue life `(key, epoch)`'s lock request without granting it
+    /// (`refused`: another member holds the queue; otherwise an error answer). Returns
+    /// whether this was its first answer, which starts the clock of `handover_timeout`.
+    fn answered(&mut self, key: QueueKey, epoch: Epoch, refused: bool) -> bool {
+        let Some(w) = self.waiting.get_mut(&key).filter(|w| w.epoch == epoch) else {
+            return false;
+        };
+        w.refused |= refused;
+        !std::mem::replace(&mut w.answered, true)
     }
 
     /// The queue life stops waiting at `now` (`timed_out`: without the lock). A wait that was
@@ -192,10 +207,30 @@ impl Consumer {
         state.phase = Phase::Lock;
         let epoch = state.epoch;
         self.handovers.begin(key, epoch, now);
-        self.timers.set(
-            now + self.config.handover_timeout,
-            Timer::HandoverDeadline(key, epoch),
-        );
+    }
+
+    /// Whether queue life `(key, epoch)` wants its hand-over lock: it waits for it, or it
+    /// started without it (`handover_timeout`) and keeps asking.
+    pub(super) fn wants_handover_lock(&self, key: QueueKey, epoch: Epoch) -> bool {
+        self.queues.live(key, epoch).is_some_and(|s| {
+            s.phase == Phase::Lock
+                || (s.phase != Phase::Revoking
+                    && self.hands_over(s.mq.topic())
+                    && !self.handovers.holds(&s.mq))
+        })
+    }
+
+    /// The broker answered queue life `(key, epoch)`'s lock request without granting it:
+    /// asked again after `handover_retry`, and the first such answer starts the clock.
+    fn lock_not_granted(&mut self, now: Instant, key: QueueKey, epoch: Epoch, refused: bool) {
+        if self.handovers.answered(key, epoch, refused) {
+            self.timers.set(
+                now + self.config.handover_timeout,
+                Timer::HandoverDeadline(key, epoch),
+            );
+        }
+        self.timers
+            .set(now + self.config.handover_retry, Timer::Lock(key, epoch));
     }
 
     /// The broker answered a hand-over lock request: `granted` are ours.
@@ -217,53 +252,65 @@ impl Consumer {
                     self.start_handed_over(now, key, epoch, false);
                 }
             } else if waiting {
-                self.handovers.refused(key, epoch);
-                self.timers
-                    .set(now + self.config.handover_retry, Timer::Lock(key, epoch));
-            } else {
-                // A renewal refused: someone else holds the lock now (it lapsed while we could
-                // not renew it). We keep consuming, as Java's concurrent consumer would, and
-                // have nothing to release.
+                self.lock_not_granted(now, key, epoch, true);
+            } else if state.phase != Phase::Revoking {
+                // Someone else holds the lock: we started without it (`handover_timeout`), or
+                // it lapsed while we could not renew it. We keep consuming, as Java's
+                // concurrent consumer would, have nothing to release, and ask again every
+                // `lock_retry`: once we hold it, our next hand-over of the queue is ordered.
                 self.handovers.held.remove(&mq);
+                self.timers
+                    .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
             }
         }
         self.release_stale_grants(now, granted);
     }
 
-    /// A hand-over lock request got no answer (`answered` false: timed out, connection lost,
-    /// no master) or an error answer (`answered`: the broker will not lock; nothing to wait
-    /// for).
+    /// A hand-over lock request failed. Queues waiting for their lock ask again after
+    /// `handover_retry` (an error answer or a route without master starts the clock, a
+    /// missing answer does not), or start
+    /// at once if the broker will never lock: there is nothing to wait for. A started queue
+    /// asking again for its lock asks at its next `lock_retry`, unless the broker never locks.
     pub(super) fn on_handover_lock_failed(
         &mut self,
         now: Instant,
         queues: &[(QueueKey, Epoch)],
-        answered: bool,
+        failure: LockFailure,
     ) {
         for &(key, epoch) in queues {
-            if !self
-                .queues
-                .live_mut(key, epoch)
-                .is_some_and(|s| s.phase == Phase::Lock)
-            {
+            let Some(state) = self.queues.live(key, epoch) else {
+                continue;
+            };
+            if state.phase != Phase::Lock {
+                if failure != LockFailure::Unsupported && self.wants_handover_lock(key, epoch) {
+                    self.timers
+                        .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
+                }
                 continue;
             }
-            if answered {
-                self.start_handed_over(now, key, epoch, false);
-            } else {
-                self.timers
-                    .set(now + self.config.handover_retry, Timer::Lock(key, epoch));
+            match failure {
+                LockFailure::Unsupported => self.start_handed_over(now, key, epoch, false),
+                LockFailure::Error | LockFailure::NoMaster => {
+                    self.lock_not_granted(now, key, epoch, false)
+                }
+                LockFailure::Unanswered => self
+                    .timers
+                    .set(now + self.config.handover_retry, Timer::Lock(key, epoch)),
             }
         }
     }
 
-    /// `handover_timeout` passed for queue life `(key, epoch)`: start without the lock.
+    /// `handover_timeout` passed since the broker first answered queue life `(key, epoch)`'s
+    /// lock request: start without the lock, and ask for it again every `lock_retry`.
     pub(super) fn handover_deadline(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         if self
             .queues
-            .live_mut(key, epoch)
+            .live(key, epoch)
             .is_some_and(|s| s.phase == Phase::Lock)
         {
             self.start_handed_over(now, key, epoch, true);
+            self.timers
+                .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
         }
     }
 

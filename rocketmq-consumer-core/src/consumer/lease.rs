@@ -12,11 +12,42 @@ use std::time::{Duration, Instant};
 
 use proto::body::LockBatchRequestBody;
 use proto::headers::{LockBatchMqRequest, UnlockBatchMqRequest};
-use proto::{Command, MessageQueue, RequestCode};
+use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
 use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey};
-use crate::output::{Event, Output};
+use crate::output::{Event, FailureReason, Output};
 use crate::timer::Timer;
+
+/// How a lock request failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LockFailure {
+    /// No answer: timed out, or the connection lost. A broker stalled for a while answers
+    /// nobody, so this says nothing of the queue's other members.
+    Unanswered,
+    /// No master in the route to ask (gone, or failed over to its slaves).
+    NoMaster,
+    /// An error answer from a broker that could lock another time (busy, failing, garbled).
+    Error,
+    /// The broker will never lock: it has no such request (`REQUEST_CODE_NOT_SUPPORTED`) or
+    /// we may not make it (ACL's `NO_PERMISSION`).
+    Unsupported,
+}
+
+impl LockFailure {
+    /// What `reason`, the failure of a lock request, says of the broker.
+    pub(super) fn of(reason: &FailureReason) -> Self {
+        match reason {
+            FailureReason::Refused(
+                ResponseCode::REQUEST_CODE_NOT_SUPPORTED | ResponseCode::NO_PERMISSION,
+                _,
+            ) => Self::Unsupported,
+            FailureReason::Refused(..) | FailureReason::Malformed(_) => Self::Error,
+            FailureReason::Timeout | FailureReason::Disconnected | FailureReason::Stale => {
+                Self::Unanswered
+            }
+        }
+    }
+}
 
 impl Consumer {
     /// Asks for the locks of queues `keys`: one request per broker.
@@ -32,7 +63,7 @@ impl Consumer {
         }
         for (broker, queues) in by_broker {
             let Some(addr) = self.cluster.lock_addr(&broker) else {
-                self.on_lock_failed(now, &queues, false);
+                self.on_lock_failed(now, &queues, LockFailure::NoMaster);
                 continue;
             };
             let mq_set: Vec<MessageQueue> = queues
@@ -131,18 +162,17 @@ impl Consumer {
         }
     }
 
-    /// A lock request got no usable answer (`answered`: an error answer, so the broker will
-    /// not lock): queues still waiting for their first lock ask again later; held leases run
-    /// out on their own unless the next renewal works. Hand-over locks decide for themselves
-    /// (`on_handover_lock_failed`).
+    /// A lock request got no usable answer: orderly queues still waiting for their first
+    /// lock ask again later, and held leases run out on their own unless the next renewal
+    /// works. Hand-over locks decide for themselves (`on_handover_lock_failed`).
     pub(super) fn on_lock_failed(
         &mut self,
         now: Instant,
         queues: &[(QueueKey, Epoch)],
-        answered: bool,
+        failure: LockFailure,
     ) {
         if !self.needs_lock() {
-            return self.on_handover_lock_failed(now, queues, answered);
+            return self.on_handover_lock_failed(now, queues, failure);
         }
         for &(key, epoch) in queues {
             if self

@@ -681,11 +681,11 @@ impl Consumer {
                     .reset(now + self.config.lock_interval, Timer::LockRenew);
             }
             Timer::Lock(key, epoch) => {
-                if self
+                let waiting = self
                     .queues
-                    .live_mut(key, epoch)
-                    .is_some_and(|s| s.phase == Phase::Lock)
-                {
+                    .live(key, epoch)
+                    .is_some_and(|s| s.phase == Phase::Lock);
+                if waiting || self.wants_handover_lock(key, epoch) {
                     self.lock_queues(now, vec![key]);
                 }
             }
