@@ -19,6 +19,7 @@ mod scenario {
     pub(crate) mod consume_from_timestamp;
     pub(crate) mod group_split;
     pub(crate) mod handler_panics;
+    pub(crate) mod handover;
     pub(crate) mod lite_pull;
     pub(crate) mod metrics;
     pub(crate) mod namespaces;
@@ -46,6 +47,8 @@ mod async_std_real_broker;
 mod broadcasting;
 #[path = "real_broker/handler_panics.rs"]
 mod handler_panics;
+#[path = "real_broker/handover.rs"]
+mod handover;
 #[path = "real_broker/lite_pull.rs"]
 mod lite_pull;
 #[path = "real_broker/metrics.rs"]

@@ -22,6 +22,7 @@ mod scenario {
     pub(crate) mod failover;
     pub(crate) mod group_split;
     pub(crate) mod handler_panics;
+    pub(crate) mod handover;
     pub(crate) mod lite_pull;
     pub(crate) mod metrics;
     pub(crate) mod namespaces;
@@ -49,6 +50,8 @@ mod broadcasting;
 mod failover;
 #[path = "real_broker/handler_panics.rs"]
 mod handler_panics;
+#[path = "real_broker/handover.rs"]
+mod handover;
 #[path = "real_broker/interop.rs"]
 mod interop;
 #[path = "real_broker/lite_pull.rs"]
