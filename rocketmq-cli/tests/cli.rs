@@ -8,6 +8,8 @@
 
 mod support;
 
+#[path = "cli/consume_killed_costs_little.rs"]
+mod consume_killed_costs_little;
 #[path = "cli/consume_orderly_broadcast.rs"]
 mod consume_orderly_broadcast;
 #[path = "cli/consume_rate_limit.rs"]

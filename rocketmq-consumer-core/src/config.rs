@@ -140,8 +140,15 @@ pub struct ConsumerConfig {
     pub heartbeat_interval: Duration,
     /// Route refresh period (30 s).
     pub route_refresh_interval: Duration,
-    /// Offset persist period (5 s).
+    /// Offset persist period (5 s): every started queue's offset, moved or not.
     pub persist_interval: Duration,
+    /// Clustering: a queue whose offset acknowledgements moved is committed at most this
+    /// long after (200 ms), so a member that crashes leaves about this much of its
+    /// consumption to be consumed again by the queue's next owner, not up to a whole
+    /// `persist_interval` (Java's only commit, every 5 s). One commit per queue is in flight
+    /// at a time, so a slow broker gets fewer. `Duration::ZERO` commits every
+    /// `persist_interval` only.
+    pub ack_commit_interval: Duration,
     /// How long a revoked queue waits for its in-flight deliveries before its offset is
     /// committed without them.
     pub revoke_drain_timeout: Duration,
@@ -255,6 +262,7 @@ impl ConsumerConfig {
             heartbeat_interval: Duration::from_secs(30),
             route_refresh_interval: Duration::from_secs(30),
             persist_interval: Duration::from_secs(5),
+            ack_commit_interval: Duration::from_millis(200),
             revoke_drain_timeout: Duration::from_secs(5),
             handover_timeout: Duration::ZERO,
             handover_retry: Duration::from_millis(100),

@@ -17,6 +17,8 @@ pub(crate) enum Timer {
     Rebalance,
     /// Commit offsets.
     PersistOffsets,
+    /// Commit the offsets acknowledgements moved since the last commit.
+    AckCommit,
     /// A queue's next pull (or offset query) is due: `(queue key, epoch)`.
     Pull(QueueKey, Epoch),
     /// A revoked queue's drain deadline: `(queue key, epoch)`.

@@ -3,6 +3,8 @@
 
 #[path = "core/access_denied_until_credentials_fixed.rs"]
 mod access_denied_until_credentials_fixed;
+#[path = "core/ack_commit_follows_acknowledgements.rs"]
+mod ack_commit_follows_acknowledgements;
 #[path = "core/black_holed_connection_probed.rs"]
 mod black_holed_connection_probed;
 #[path = "core/broadcast_gives_up.rs"]

@@ -6,47 +6,16 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::support::{Background, consume_from_first, create_topic, fresh_topic_and_group, rmq};
+use crate::support::{consume_from_first, consume_until_signal, position};
 
 /// Messages produced for each run.
 const MESSAGES: usize = 200;
 
-/// A message's position, `(queue_id, queue_offset)`.
-fn position(line: &Value) -> (i64, i64) {
-    let field = |name: &str| {
-        line[name]
-            .as_i64()
-            .unwrap_or_else(|| panic!("no {name} in {line}"))
-    };
-    (field("queue_id"), field("queue_offset"))
-}
-
 /// Produces [`MESSAGES`], consumes part of them with a consumer stopped by `signal`, then
 /// the rest with the next run of the same group.
 fn stopped_by(signal: &str) {
-    let (topic, group) = fresh_topic_and_group(&format!("rmq-sig{signal}"));
-    create_topic(&topic, 2);
-    let (ok, _, stderr) = rmq(&["produce", "--topic", &topic, "--count", "200"]);
-    assert!(ok, "produce failed: {stderr}");
-
-    // 50 a second: the signal comes in the middle of the stream.
-    let mut first = Background::rmq(&[
-        "consume", "--group", &group, "--topic", &topic, "--from", "first", "--rate", "50",
-    ]);
-    let mut printed = Vec::new();
-    while printed.len() < 60 {
-        let line = first
-            .next_line(Duration::from_secs(30))
-            .unwrap_or_else(|| panic!("only {} lines before the signal", printed.len()));
-        printed.push(position(&line));
-    }
-    first.signal(signal);
-    // What was already on its way to stdout still comes.
-    while let Some(line) = first.next_line(Duration::from_secs(10)) {
-        printed.push(position(&line));
-    }
+    let (topic, group, mut first, printed) =
+        consume_until_signal(&format!("rmq-sig{signal}"), 60, signal);
     let status = first
         .exit_within(Duration::from_secs(20))
         .expect("rmq consume exits after the signal");

@@ -147,3 +147,44 @@ impl Drop for Background {
         let _ = self.child.wait();
     }
 }
+
+/// A printed message's position, `(queue_id, queue_offset)`.
+pub(crate) fn position(line: &Value) -> (i64, i64) {
+    let field = |name: &str| {
+        line[name]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    (field("queue_id"), field("queue_offset"))
+}
+
+/// A fresh topic of 2 queues (named after `prefix`, with a fresh group) holding 200 messages,
+/// consumed from the first by `rmq consume --rate 50` until it printed `lines`, then sent
+/// `signal`. Returns the topic, the group, the stopped run (to see how it exits) and the
+/// positions it printed, with those already on their way to stdout when the signal came.
+pub(crate) fn consume_until_signal(
+    prefix: &str,
+    lines: usize,
+    signal: &str,
+) -> (String, String, Background, Vec<(i64, i64)>) {
+    let (topic, group) = fresh_topic_and_group(prefix);
+    create_topic(&topic, 2);
+    let (ok, _, stderr) = rmq(&["produce", "--topic", &topic, "--count", "200"]);
+    assert!(ok, "produce failed: {stderr}");
+    // 50 a second: the signal comes in the middle of the stream.
+    let run = Background::rmq(&[
+        "consume", "--group", &group, "--topic", &topic, "--from", "first", "--rate", "50",
+    ]);
+    let mut printed = Vec::new();
+    while printed.len() < lines {
+        let line = run
+            .next_line(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("only {} lines before the signal", printed.len()));
+        printed.push(position(&line));
+    }
+    run.signal(signal);
+    while let Some(line) = run.next_line(std::time::Duration::from_secs(10)) {
+        printed.push(position(&line));
+    }
+    (topic, group, run, printed)
+}

@@ -147,6 +147,13 @@ impl Consumer {
                 }
                 self.maybe_close(now);
             }
+            PendingKind::Persist(key, epoch) => {
+                // Not stored: the next periodic persist sends it again.
+                if let Err(reason) = answer.and_then(success) {
+                    self.failed(&addr, name, reason);
+                }
+                self.commit_ended(now, key, epoch);
+            }
             PendingKind::HandOverCommit(mq) => {
                 // Not stored: the lock goes all the same (the next owner starts from the
                 // broker's older offset, as after any lost commit); holding it would only

@@ -391,6 +391,13 @@ impl Consumer {
                     self.handovers.release_after_commit(state.mq.clone());
                     unlock = false;
                 }
+                // Confirmed, behind this consumer's other commits to the broker, so an older
+                // commit of the queue cannot be stored after it (see `offsets`).
+                Some(addr) if self.config.message_model == MessageModel::Clustering => {
+                    let command = self.commit_command(&state.mq, offset);
+                    let kind = PendingKind::Persist(key, state.epoch);
+                    self.request_commit(now, &addr, command, kind);
+                }
                 Some(_) => self.store_offset(now, &state.mq, offset),
                 None => {
                     self.store_offset(now, &state.mq, offset);

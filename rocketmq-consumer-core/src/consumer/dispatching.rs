@@ -127,6 +127,9 @@ impl Consumer {
         let consumed = outcome.consumed(offsets.len());
         let (done, failed) = offsets.split_at(consumed);
         self.queues.change_cache(key, |pq| pq.ack(done));
+        if !done.is_empty() && !revoking {
+            self.acknowledged(now);
+        }
         if !failed.is_empty() {
             self.retry_failed(now, key, epoch, failed, outcome);
             self.after_queue_change(now, key);

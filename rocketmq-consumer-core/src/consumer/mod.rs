@@ -659,6 +659,7 @@ impl Consumer {
                 self.timers
                     .reset(now + self.config.rebalance_interval, Timer::Rebalance);
             }
+            Timer::AckCommit => self.commit_moved(now, false),
             Timer::PersistOffsets => {
                 self.persist_offsets(now);
                 self.timers

@@ -1,38 +1,91 @@
-//! Committing offsets: the periodic persist of every started queue, the oneway commit on the
-//! broker (clustering) or in the local table (broadcasting), and confirmed commits.
+//! Committing offsets: the periodic persist of every started queue, the commits that follow
+//! acknowledgements, the oneway commit on the broker (clustering) or in the local table
+//! (broadcasting), and confirmed commits.
+//!
+//! A running queue's commits (periodic or after acknowledgements) are confirmed requests, one
+//! per queue in flight, and go one at a time per broker with every other confirmed commit
+//! (`request_commit`): the broker stores them in the order sent. Sent oneway, a commit could
+//! be stored after a later one (Apache's brokers handle `UPDATE_CONSUMER_OFFSET` on a pool of
+//! threads) and take the group back, and a revoked queue's final commit, which its next owner
+//! reads, could be overwritten by an older periodic one.
 
 use std::time::Instant;
 
 use proto::headers::UpdateConsumerOffsetRequest;
 use proto::{Command, MessageQueue, RequestCode};
 
-use super::{Consumer, PendingKind, Phase};
+use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey};
 use crate::config::MessageModel;
 use crate::output::Output;
+use crate::timer::Timer;
 
 impl Consumer {
     /// Every `persist_interval`: the offset of every started queue, moved or not, as Java's
     /// `RemoteBrokerOffsetStore.persistAll` sends its whole table. Sending an unchanged offset
     /// again repairs one the broker lost or overwrote: a first commit lost in Apache 4.9's
-    /// offset-map race (see `request_commit`), or a later commit overwritten by an earlier
-    /// oneway one that another of the broker's threads handled after it (pulls carry no
-    /// commit: see `pulling.rs`).
+    /// offset-map race (see `request_commit`), or one a broker restart lost.
     pub(super) fn persist_offsets(&mut self, now: Instant) {
+        self.commit_moved(now, true);
+    }
+
+    /// Acknowledgements moved queue offsets: they are committed within `ack_commit_interval`
+    /// (one timer for all queues).
+    pub(super) fn acknowledged(&mut self, now: Instant) {
+        let interval = self.config.ack_commit_interval;
+        // Shutting down, the final commits follow the drain.
+        if !interval.is_zero()
+            && self.config.message_model == MessageModel::Clustering
+            && self.lifecycle == Lifecycle::Running
+        {
+            self.timers.reset_earlier(now + interval, Timer::AckCommit);
+        }
+    }
+
+    /// Commits every started queue whose offset moved since its last commit (and, `again`,
+    /// the unmoved ones committed before), except those whose last commit is still on its way.
+    pub(super) fn commit_moved(&mut self, now: Instant, again: bool) {
+        let clustering = self.config.message_model == MessageModel::Clustering;
         let mut due = Vec::new();
         for state in self.queues.iter_mut() {
             let offset = state.commit_point();
             let moved = state.persisted.is_none_or(|p| offset > p);
-            let again = state.committed_once && state.persisted == Some(offset);
-            if matches!(state.phase, Phase::Idle | Phase::Pulling) && (moved || again) {
+            let repeat = again && state.committed_once && state.persisted == Some(offset);
+            if matches!(state.phase, Phase::Idle | Phase::Pulling)
+                && (moved || repeat)
+                && !state.committing
+            {
                 state.persisted = Some(offset);
                 state.committed_once = true;
-                due.push((state.mq.clone(), offset));
+                state.committing = clustering;
+                due.push((state.key, state.epoch, state.mq.clone(), offset));
             }
         }
-        for (mq, offset) in due {
-            self.store_offset(now, &mq, offset);
+        for (key, epoch, mq, offset) in due {
+            if !clustering {
+                self.local_offsets.record(&mq, offset);
+                continue;
+            }
+            let Some(addr) = self.master_addr(mq.broker_name()) else {
+                self.commit_ended(now, key, epoch);
+                continue;
+            };
+            let command = self.commit_command(&mq, offset);
+            self.request_commit(now, &addr, command, PendingKind::Persist(key, epoch));
         }
         self.flush_local_offsets();
+    }
+
+    /// Queue life `(key, epoch)`'s commit was answered or failed (the next periodic persist
+    /// sends it again): the next may go, at once if acknowledgements moved the offset
+    /// meanwhile.
+    pub(super) fn commit_ended(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
+        let Some(state) = self.queues.live_mut(key, epoch) else {
+            return;
+        };
+        state.committing = false;
+        if state.persisted.is_some_and(|p| state.commit_point() > p) {
+            self.acknowledged(now);
+        }
     }
 
     /// Records `offset` as the group's next offset of `mq`: on the broker (clustering, oneway)

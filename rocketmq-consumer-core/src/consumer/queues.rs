@@ -33,6 +33,9 @@ pub(crate) struct QueueState {
     /// A commit of this queue's life went to the broker: the periodic persist repeats it even
     /// unchanged (see `persist_offsets`); a queue that never moved commits nothing.
     pub(crate) committed_once: bool,
+    /// A confirmed commit of this queue's life is in flight or held behind another to its
+    /// broker: the next waits for its answer (see `commit_moved`).
+    pub(crate) committing: bool,
     /// Orderly: the broker lock counts as held until then.
     pub(crate) lease: Option<Instant>,
     /// Poll mode without auto-commit: the position the application last committed.
@@ -141,6 +144,7 @@ impl QueueTable {
                 max_offset: 0,
                 persisted: start.offset,
                 committed_once: false,
+                committing: false,
                 lease: start.lease,
                 manual_commit: start.manual_commit.then_some(offset),
                 last_pull: None,

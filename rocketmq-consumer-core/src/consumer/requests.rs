@@ -32,6 +32,8 @@ pub(crate) enum PendingKind {
         offset: i64,
     },
     FinalCommit(MessageQueue, i64),
+    /// The periodic or acknowledgement-driven commit of a running queue's offset.
+    Persist(QueueKey, Epoch),
     /// Orderly: the commit of a revoked queue, whose lock is released once it is answered.
     HandOverCommit(MessageQueue),
     Unregister,
@@ -76,7 +78,8 @@ impl PendingKind {
             | Self::MaxOffset(key, _)
             | Self::SearchOffset(key, _)
             | Self::Pull { key, .. }
-            | Self::SeekBound { key, .. } => Err(*key),
+            | Self::SeekBound { key, .. }
+            | Self::Persist(key, _) => Err(*key),
             Self::Heartbeat | Self::Unregister | Self::Lock(_) | Self::Unlock => Ok(None),
         }
     }
@@ -85,7 +88,10 @@ impl PendingKind {
     pub(crate) fn is_commit(&self) -> bool {
         matches!(
             self,
-            Self::Commit { .. } | Self::FinalCommit(..) | Self::HandOverCommit(..)
+            Self::Commit { .. }
+                | Self::FinalCommit(..)
+                | Self::HandOverCommit(..)
+                | Self::Persist(..)
         )
     }
 
@@ -99,9 +105,10 @@ impl PendingKind {
             Self::MaxOffset(..) => "GET_MAX_OFFSET",
             Self::SearchOffset(..) => "SEARCH_OFFSET_BY_TIMESTAMP",
             Self::Pull { .. } => "PULL_MESSAGE",
-            Self::FinalCommit(..) | Self::HandOverCommit(..) | Self::Commit { .. } => {
-                "UPDATE_CONSUMER_OFFSET"
-            }
+            Self::FinalCommit(..)
+            | Self::HandOverCommit(..)
+            | Self::Commit { .. }
+            | Self::Persist(..) => "UPDATE_CONSUMER_OFFSET",
             Self::Unregister => "UNREGISTER_CLIENT",
             Self::Lock(_) => "LOCK_BATCH_MQ",
             Self::Unlock => "UNLOCK_BATCH_MQ",

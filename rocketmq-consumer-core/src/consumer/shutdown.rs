@@ -67,15 +67,11 @@ impl Consumer {
             self.unlock_all(now);
             self.unregister_all(now);
         }
-        let waiting = self.link.any(|p| {
-            matches!(
-                p.kind,
-                PendingKind::FinalCommit(..)
-                    | PendingKind::HandOverCommit(..)
-                    | PendingKind::Unregister
-                    | PendingKind::Unlock
-            )
-        });
+        // Held commits wait for the one in flight to their broker, whatever its kind.
+        let waiting = committing
+            || self
+                .link
+                .any(|p| matches!(p.kind, PendingKind::Unregister | PendingKind::Unlock));
         if !waiting {
             self.close();
         }
