@@ -124,6 +124,13 @@ impl Consumer {
     pub(super) fn send_next_commit(&mut self, now: Instant, addr: &str) {
         if let Some((command, kind)) = self.commits.next(addr) {
             self.request(now, addr, command, kind);
+            // Shutting down, a final commit held behind another (one a broker was slow to
+            // answer, or never did) gets its own `request_timeout` from when it goes out, not
+            // what was left of the one that began at the drain's end.
+            if self.lifecycle == Lifecycle::Finishing {
+                self.timers
+                    .reset(now + self.config.request_timeout, Timer::ShutdownFinish);
+            }
         }
     }
 
