@@ -157,12 +157,12 @@ pub struct ConsumerConfig {
     /// release it (the broker lock it holds as a hand-over token, released after its final
     /// commit is confirmed) before it starts without it, the previous owner presumed gone
     /// (crashed, or cut off). Counted from the broker's first answer to the queue's lock
-    /// request, so a broker stalled for a while does not use it up. 6 s fits: a live owner's revoke waits `revoke_drain_timeout`
-    /// (5 s) for its handlers, plus a commit's round trip. `Duration::ZERO`, the default,
-    /// turns hand-overs off (Java's behaviour: the new owner starts from the broker's offset
-    /// at once, and consumes again what the old one finished meanwhile): not yet on by
-    /// default, as a real-broker stream under load still showed a duplicated queue with it
-    /// on (README, Consuming).
+    /// request, so a broker stalled for a while does not use it up. 6 s fits: a live owner's
+    /// revoke waits `revoke_drain_timeout` (5 s) for its handlers, plus a commit's round
+    /// trip. `Duration::ZERO`, the default, turns hand-overs off (Java's behaviour: the new
+    /// owner starts from the broker's offset at once, and consumes again what the old one
+    /// finished meanwhile): not yet on by default, as a real-broker stream under load once
+    /// showed a duplicated queue with it on (README, Consuming).
     pub handover_timeout: Duration,
     /// How often a queue waiting for a hand-over asks the broker for its lock again (100 ms):
     /// a hand-over stands the queue still for the old owner's drain and commit plus at most

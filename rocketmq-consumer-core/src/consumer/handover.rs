@@ -209,9 +209,11 @@ impl Consumer {
         self.handovers.begin(key, epoch, now);
     }
 
-    /// Whether queue life `(key, epoch)` wants its hand-over lock: it waits for it, or it
-    /// started without it (`handover_timeout`) and keeps asking.
-    pub(super) fn wants_handover_lock(&self, key: QueueKey, epoch: Epoch) -> bool {
+    /// Whether queue life `(key, epoch)` asks for its lock: it waits for it (an orderly lease
+    /// or a hand-over lock), or it started without its hand-over lock (`handover_timeout`)
+    /// and keeps asking. Each such queue has one retry in flight or pending: an answer
+    /// schedules the next ask, so nothing else may (two would ask twice as often for good).
+    pub(super) fn wants_lock(&self, key: QueueKey, epoch: Epoch) -> bool {
         self.queues.live(key, epoch).is_some_and(|s| {
             s.phase == Phase::Lock
                 || (s.phase != Phase::Revoking
@@ -268,9 +270,9 @@ impl Consumer {
 
     /// A hand-over lock request failed. Queues waiting for their lock ask again after
     /// `handover_retry` (an error answer or a route without master starts the clock, a
-    /// missing answer does not), or start
-    /// at once if the broker will never lock: there is nothing to wait for. A started queue
-    /// asking again for its lock asks at its next `lock_retry`, unless the broker never locks.
+    /// missing answer does not), or start at once if the broker will never lock: there is
+    /// nothing to wait for. A started queue asking for its lock asks again after
+    /// `lock_retry`, unless the broker never locks.
     pub(super) fn on_handover_lock_failed(
         &mut self,
         now: Instant,
@@ -282,7 +284,7 @@ impl Consumer {
                 continue;
             };
             if state.phase != Phase::Lock {
-                if failure != LockFailure::Unsupported && self.wants_handover_lock(key, epoch) {
+                if failure != LockFailure::Unsupported && self.wants_lock(key, epoch) {
                     self.timers
                         .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
                 }
@@ -301,7 +303,8 @@ impl Consumer {
     }
 
     /// `handover_timeout` passed since the broker first answered queue life `(key, epoch)`'s
-    /// lock request: start without the lock, and ask for it again every `lock_retry`.
+    /// lock request: start without the lock. Its pending retry goes on asking, every
+    /// `lock_retry` once the queue runs.
     pub(super) fn handover_deadline(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         if self
             .queues
@@ -309,8 +312,6 @@ impl Consumer {
             .is_some_and(|s| s.phase == Phase::Lock)
         {
             self.start_handed_over(now, key, epoch, true);
-            self.timers
-                .set(now + self.config.lock_retry, Timer::Lock(key, epoch));
         }
     }
 

@@ -77,8 +77,9 @@ impl Consumer {
         }
     }
 
-    /// Renews the lock of every queue still owned (and asks again for those not locked yet):
-    /// orderly leases, and hand-over locks (`handover`).
+    /// Renews the lock of every queue still owned (and asks again for orderly ones not locked
+    /// yet): orderly leases, and the hand-over locks held (`handover`). A hand-over queue
+    /// without its lock asks on its own (`wants_lock`).
     pub(super) fn renew_leases(&mut self, now: Instant) {
         if self.lifecycle != Lifecycle::Running {
             return;
@@ -87,7 +88,9 @@ impl Consumer {
             .queues
             .iter()
             .filter(|s| s.phase != Phase::Revoking)
-            .filter(|s| self.needs_lock() || self.hands_over(s.mq.topic()))
+            .filter(|s| {
+                self.needs_lock() || (self.hands_over(s.mq.topic()) && self.handovers.holds(&s.mq))
+            })
             .map(|s| s.key)
             .collect();
         self.lock_queues(now, keys);

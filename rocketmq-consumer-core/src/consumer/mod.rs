@@ -682,11 +682,7 @@ impl Consumer {
                     .reset(now + self.config.lock_interval, Timer::LockRenew);
             }
             Timer::Lock(key, epoch) => {
-                let waiting = self
-                    .queues
-                    .live(key, epoch)
-                    .is_some_and(|s| s.phase == Phase::Lock);
-                if waiting || self.wants_handover_lock(key, epoch) {
+                if self.wants_lock(key, epoch) {
                     self.lock_queues(now, vec![key]);
                 }
             }
