@@ -103,6 +103,8 @@ mod send_back_retry_topic;
 mod shutdown_commits_offsets;
 #[path = "core/silent_broker_connection_replaced.rs"]
 mod silent_broker_connection_replaced;
+#[path = "core/silent_departure_moves_queues_in_step.rs"]
+mod silent_departure_moves_queues_in_step;
 #[path = "core/slave_behind_the_consumer.rs"]
 mod slave_behind_the_consumer;
 #[path = "core/slave_reads_a_backlog.rs"]

@@ -18,6 +18,7 @@ use super::deliveries::Source;
 use super::{Consumer, Lifecycle, Phase};
 use crate::config::{ConsumeMode, MessageModel};
 use crate::output::{ConnId, ConsumeOutcome, Delivery, Event, Output, Wire};
+use crate::timer::Timer;
 
 impl Consumer {
     pub(super) fn handle_request(&mut self, now: Instant, conn: ConnId, request: Command) {
@@ -30,6 +31,14 @@ impl Consumer {
                     .is_ok_and(|h| h.consumer_group == self.config.group);
                 if ours && self.lifecycle == Lifecycle::Running {
                     self.rebalance(now);
+                    // Java's `RebalanceService` waits its whole interval again after a wake-up
+                    // (`ServiceThread.waitForRunning`), so every member a notice reached
+                    // rebalances in step from then on. A later change no notice announces (the
+                    // Rust broker sends none when a member leaves) then moves each queue at one
+                    // periodic rebalance of both members, not up to `rebalance_interval` apart:
+                    // the new owner would wait that long for the old owner's lock.
+                    self.timers
+                        .reset(now + self.config.rebalance_interval, Timer::Rebalance);
                 }
                 None
             }
@@ -106,8 +115,7 @@ impl Consumer {
         self.store_offset(now, mq, offset);
         let (key, epoch) = self.insert_queue(mq.clone(), Some(offset), lease);
         if let Some(until) = lease {
-            self.timers
-                .set(until, crate::timer::Timer::LeaseExpiry(key, epoch));
+            self.timers.set(until, Timer::LeaseExpiry(key, epoch));
         }
         self.outputs.push_back(Output::Event(Event::OffsetReset {
             queue: mq.clone(),

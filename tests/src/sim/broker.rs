@@ -190,7 +190,9 @@ impl SimBroker {
         self.conns.remove(&conn);
         self.holds.drop_conn(conn);
         for change in self.groups.close(conn) {
-            self.notify(env, &change);
+            if env.config.notify_departures {
+                self.notify(env, &change);
+            }
         }
     }
 
@@ -426,6 +428,7 @@ impl SimBroker {
             .consumer_group
             .as_deref()
             .and_then(|group| self.groups.unregister(group, conn))
+            && env.config.notify_departures
         {
             self.notify(env, &change);
         }

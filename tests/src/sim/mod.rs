@@ -166,6 +166,10 @@ pub struct SimConfig {
     /// of RAM); a broker with a slave suggests the slave to a pull reading from farther back.
     /// `None` (the default): no backlog a test builds is that large.
     pub in_memory_bytes: Option<i64>,
+    /// Whether the remaining members hear (`NOTIFY_CONSUMER_IDS_CHANGED`) that one left, by
+    /// `UNREGISTER_CLIENT` or by its connection closing, as from Apache's brokers (the
+    /// default). `rocketmq-broker-rust` announces joins only: `false` plays it.
+    pub notify_departures: bool,
 }
 
 impl SimConfig {
@@ -190,6 +194,7 @@ impl SimConfig {
             replication_lag: Duration::from_millis(50),
             slave_sync_interval: Duration::from_secs(10),
             in_memory_bytes: None,
+            notify_departures: true,
         }
     }
 }
