@@ -159,10 +159,9 @@ pub struct ConsumerConfig {
     /// (crashed, or cut off). Counted from the broker's first answer to the queue's lock
     /// request, so a broker stalled for a while does not use it up. 6 s fits: a live owner's
     /// revoke waits `revoke_drain_timeout` (5 s) for its handlers, plus a commit's round
-    /// trip. `Duration::ZERO`, the default, turns hand-overs off (Java's behaviour: the new
-    /// owner starts from the broker's offset at once, and consumes again what the old one
-    /// finished meanwhile): not yet on by default, as a real-broker stream under load once
-    /// showed a duplicated queue with it on (README, Consuming).
+    /// trip, and is the default. `Duration::ZERO` turns hand-overs off (Java's behaviour: the
+    /// new owner starts from the broker's offset at once, and consumes again what the old one
+    /// finished meanwhile), for a broker whose lock table the group must not use.
     pub handover_timeout: Duration,
     /// How often a queue waiting for a hand-over asks the broker for its lock again (100 ms):
     /// a hand-over stands the queue still for the old owner's drain and commit plus at most
@@ -264,7 +263,7 @@ impl ConsumerConfig {
             persist_interval: Duration::from_secs(5),
             ack_commit_interval: Duration::from_millis(200),
             revoke_drain_timeout: Duration::from_secs(5),
-            handover_timeout: Duration::ZERO,
+            handover_timeout: Duration::from_secs(6),
             handover_retry: Duration::from_millis(100),
             revoke_hook: false,
             trace: false,

@@ -21,6 +21,8 @@ mod consume_timeout;
 mod crashed_broker_offsets_restored;
 #[path = "core/flow_control_pauses_pull.rs"]
 mod flow_control_pauses_pull;
+#[path = "core/handover_alone_after_a_crash.rs"]
+mod handover_alone_after_a_crash;
 #[path = "core/handover_clock_starts_at_an_answer.rs"]
 mod handover_clock_starts_at_an_answer;
 #[path = "core/handover_timed_out_asks_again.rs"]

@@ -228,6 +228,8 @@ impl Consumer {
             &queues,
             consumer_ids,
         );
+        self.handovers
+            .members_listed(topic, consumer_ids, &self.client_id);
         if !consumer_ids.iter().any(|id| id == &self.client_id) {
             // The broker does not list us yet (heartbeat in flight): try again soon.
             self.timers

@@ -28,7 +28,9 @@
 //! revoke, delayed by the same stall, committed it. A queue that started without its lock
 //! asks for it again every `lock_retry` until it holds it, so its own next hand-over is
 //! ordered again. A broker that will never lock (no such request, no permission) lets the
-//! queue start at once; an error answer (busy, failing) is asked again. A member of the group
+//! queue start at once; an error answer (busy, failing) is asked again. A member that the
+//! broker lists alone in its group does not wait either: whoever holds the lock is no member
+//! (it crashed), and nobody will release it. A member of the group
 //! that never locks (Apache's own concurrent consumer) is never waited for: the broker grants
 //! the lock at once.
 
@@ -75,6 +77,9 @@ pub(crate) struct Handovers {
     /// Revoked queues (orderly ones too) whose lock goes once their commit is answered.
     releasing: BTreeSet<MessageQueue>,
     waiting: BTreeMap<QueueKey, Waiting>,
+    /// Topics whose last rebalance listed no member of the group but us: whoever holds a
+    /// lock of theirs is no member any more (it crashed), so there is nobody to wait for.
+    alone: BTreeSet<String>,
     tallies: BTreeMap<MessageQueue, Tally>,
     /// How long each hand-over stood the queue still (starts that were refused at least once).
     wait: Histogram,
@@ -136,6 +141,21 @@ impl Handovers {
             self.timeouts += 1;
         }
         self.wait.record(waited);
+    }
+
+    /// The last rebalance of `topic` listed `members` of the group; `us` is our client id.
+    /// Alone means listed alone: an empty list (the broker knows nobody yet) says nothing.
+    pub(super) fn members_listed(&mut self, topic: &str, members: &[String], us: &str) {
+        if !members.is_empty() && members.iter().all(|m| m == us) {
+            self.alone.insert(topic.to_owned());
+        } else {
+            self.alone.remove(topic);
+        }
+    }
+
+    /// Whether the last rebalance of `topic` listed no other member of the group.
+    fn alone_in(&self, topic: &str) -> bool {
+        self.alone.contains(topic)
     }
 
     /// Forgets queue life `key`'s wait (revoked or restarted before it ended).
@@ -253,6 +273,13 @@ impl Consumer {
                 if waiting {
                     self.start_handed_over(now, key, epoch, false);
                 }
+            } else if waiting && self.handovers.alone_in(mq.topic()) {
+                // Held by no member of the group: a member that crashed (a SIGKILLed process
+                // restarted as a new client, say), whose lock lasts until the broker's 60 s
+                // expiry. Nobody will release it, so the queue starts now, without it, and
+                // asks for it every `lock_retry` as after a timed-out wait.
+                self.handovers.answered(key, epoch, true);
+                self.start_handed_over(now, key, epoch, false);
             } else if waiting {
                 self.lock_not_granted(now, key, epoch, true);
             } else if state.phase != Phase::Revoking {

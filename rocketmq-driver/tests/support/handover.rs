@@ -55,11 +55,8 @@ impl Log {
         member: char,
     ) -> (RunningConsumer, Owned) {
         let log = self.clone();
-        let (consumer, owned) = build_tracked(
-            topic,
-            builder::<R>(topic, group, "*", ConsumeFrom::First)
-                .configure(|c| c.handover_timeout = Duration::from_secs(6)),
-        );
+        let (consumer, owned) =
+            build_tracked(topic, builder::<R>(topic, group, "*", ConsumeFrom::First));
         let running = consumer.start_concurrently(move |messages: Vec<Message>| {
             if let Ok(mut log) = log.0.lock() {
                 for message in &messages {

@@ -103,6 +103,7 @@ impl World {
             outstanding: BTreeMap::new(),
             report: None,
             shutting_down: false,
+            killed: false,
             events: Vec::new(),
             delivered: Vec::new(),
             gave_up: BTreeSet::new(),
@@ -151,6 +152,23 @@ impl World {
     /// Starts a graceful shutdown of node `i` now (does not run the world).
     pub fn shutdown_one(&mut self, i: usize) {
         self.shutdown_node(i);
+    }
+
+    /// Kills node `i` on the spot, as SIGKILL does: it handles nothing more (no timer, no
+    /// answer, no handler's completion), and the brokers see its connections close, as the
+    /// operating system closes a dead process's sockets, so it leaves the group at once. What
+    /// it held at the brokers (locks) stays until it expires.
+    pub fn kill(&mut self, i: usize) {
+        let now = self.now;
+        let node = &mut self.nodes[i];
+        node.killed = true;
+        node.shutting_down = true;
+        let keys: Vec<ConnKey> = std::mem::take(&mut node.keys).into_values().collect();
+        for key in keys {
+            self.conn_owner.remove(&key);
+            self.cluster.disconnect(now, key);
+        }
+        self.note(format!("node {i} killed"));
     }
 
     /// Has node `i`'s handler finish delivery `id` with `outcome` at `at` (not before now),

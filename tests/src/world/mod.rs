@@ -320,6 +320,8 @@ pub struct Node {
     /// Set once its shutdown finished.
     pub report: Option<ShutdownReport>,
     shutting_down: bool,
+    /// Killed on the spot ([`World::kill`]): it handles nothing any more.
+    killed: bool,
     /// Every event the consumer output, with the time it did.
     pub events: Vec<(Instant, Event)>,
     /// Every delivery the consumer handed out, with the time it did.
@@ -543,7 +545,7 @@ impl World {
         self.run_until(end);
         for (i, node) in self.nodes.iter().enumerate() {
             self.fail_if(
-                !node.consumer.is_closed(),
+                !node.killed && !node.consumer.is_closed(),
                 &format!("node {i} did not close"),
             );
         }
@@ -570,6 +572,7 @@ impl World {
     fn shutdown_node(&mut self, i: usize) {
         if let Some(node) = self.nodes.get_mut(i)
             && !node.shutting_down
+            && !node.killed
         {
             node.shutting_down = true;
             node.consumer.shutdown(self.now);
@@ -584,10 +587,11 @@ impl World {
         self.cluster.handle_timeout(now);
         self.drain();
         for i in 0..self.nodes.len() {
-            if self.nodes[i]
-                .consumer
-                .poll_timeout()
-                .is_some_and(|t| t <= now)
+            if !self.nodes[i].killed
+                && self.nodes[i]
+                    .consumer
+                    .poll_timeout()
+                    .is_some_and(|t| t <= now)
             {
                 self.nodes[i].consumer.handle_timeout(now);
                 self.drain();
@@ -646,6 +650,8 @@ impl World {
                     self.nodes[i].consumer.handle_command(now, conn, command);
                 }
             }
+            Ev::Connected(i, _) | Ev::Refused(i, _) | Ev::Lost(i, _) | Ev::Complete(i, ..)
+                if self.nodes[i].killed => {}
             Ev::Connected(i, conn) => self.nodes[i].consumer.handle_connected(now, conn),
             Ev::Refused(i, conn) | Ev::Lost(i, conn) => {
                 if let Some(key) = self.nodes[i].keys.remove(&conn) {

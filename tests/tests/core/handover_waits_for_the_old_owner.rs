@@ -2,7 +2,7 @@
 //! a rebalance moves while its old owner still has deliveries of it running is not read by the
 //! newcomer until the old owner has finished them, committed the queue, had the commit answered
 //! and released the queue's broker lock; the newcomer then starts at that commit, so nothing is
-//! consumed twice. Without the hand-over (`handover_timeout` zero, the default: Java's behaviour), the
+//! consumed twice. Without the hand-over (`handover_timeout` zero: Java's behaviour), the
 //! newcomer starts from the broker's older offset at once and consumes the same messages again.
 
 use std::time::Duration;
