@@ -412,6 +412,23 @@ impl Consuming {
     pub(crate) async fn shutdown(self) -> ShutdownReport {
         shutdown_committed(self.running).await
     }
+
+    /// Shuts the consumer down like [`Consuming::shutdown`] and returns, with the report, the
+    /// bodies it handled that were not read yet (up to its last delivery), so a scenario that
+    /// counts deliveries misses none.
+    pub(crate) async fn shutdown_with_rest(self) -> (ShutdownReport, Vec<String>) {
+        let Self {
+            running,
+            mut bodies,
+            ..
+        } = self;
+        let report = shutdown_committed(running).await;
+        let mut rest = Vec::new();
+        while let Ok(body) = bodies.try_recv() {
+            rest.push(body);
+        }
+        (report, rest)
+    }
 }
 
 /// Reads what `items` brings until `done(read so far)` holds or `window` passed; returns it.

@@ -13,6 +13,8 @@ mod broadcast_offsets;
 mod java_producer_to_rust;
 #[path = "interop/mixed_group.rs"]
 mod mixed_group;
+#[path = "interop/mixed_handover.rs"]
+mod mixed_handover;
 #[path = "interop/mixed_orderly.rs"]
 mod mixed_orderly;
 #[path = "interop/namespace.rs"]
