@@ -49,6 +49,35 @@ impl Topic {
         }
     }
 
+    /// Streams `count` messages from a thread of its own at a steady pace, `per_tick` every
+    /// `tick`, message `i` with body `{topic}/{i}` to queue `i % queues`; the thread returns
+    /// the bodies sent.
+    pub(crate) fn stream(
+        self: &Arc<Self>,
+        count: usize,
+        per_tick: usize,
+        tick: Duration,
+    ) -> std::thread::JoinHandle<BTreeSet<String>> {
+        let topic = Arc::clone(self);
+        std::thread::spawn(move || {
+            let mut client = topic.client();
+            let started = std::time::Instant::now();
+            let mut bodies = BTreeSet::new();
+            for i in 0..count {
+                if i % per_tick.max(1) == 0 {
+                    let ticks = u32::try_from(i / per_tick.max(1)).unwrap_or(u32::MAX);
+                    let due = started + tick * ticks;
+                    std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+                }
+                let body = format!("{}/{i}", topic.name);
+                let queue = i32::try_from(i).unwrap_or(0) % topic.queues.max(1);
+                topic.send_to(&mut client, queue, &body, None);
+                bodies.insert(body);
+            }
+            bodies
+        })
+    }
+
     /// Topic `name`, already created with `queues` queues on the broker at `broker`, which
     /// the name server at `namesrv` knows (a cluster other than the local one).
     pub(crate) fn at(namesrv: &str, broker: &str, name: &str, queues: i32) -> Self {

@@ -164,25 +164,7 @@ pub(crate) async fn graceful_changes_consume_nothing_twice<R: Runtime>(prefix: &
 
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = watch_offsets(&topic, &group, Arc::clone(&stop));
-    let producer = {
-        let topic = Arc::clone(&topic);
-        std::thread::spawn(move || {
-            let mut client = topic.client();
-            let started = Instant::now();
-            let mut bodies = BTreeSet::new();
-            for i in 0..MESSAGES {
-                if i % PER_TICK == 0 {
-                    let due = started + TICK * u32::try_from(i / PER_TICK).unwrap_or(u32::MAX);
-                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                }
-                let body = format!("{}/{i}", topic.name);
-                let queue = i32::try_from(i).unwrap_or(0) % QUEUES;
-                topic.send_to(&mut client, queue, &body, None);
-                bodies.insert(body);
-            }
-            bodies
-        })
-    };
+    let producer = topic.stream(MESSAGES, PER_TICK, TICK);
     let delivered = |log: &Log| log.0.lock().map(|d| d.len()).unwrap_or(0);
     wait_for::<R>("a third of the stream consumed", || {
         delivered(&log) * 3 >= MESSAGES

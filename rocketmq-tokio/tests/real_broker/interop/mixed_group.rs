@@ -20,7 +20,7 @@ use rocketmq_tests::unique;
 use rocketmq_tokio::{ConsumeFrom, Strategy, TokioRuntime};
 use serde_json::Value;
 
-use super::peer::{JavaPeer, int, text};
+use super::peer::{JavaPeer, queue_ids, text};
 use crate::scenario::broker_scenario::{Consuming, Topic, WAIT, builder, start_built};
 
 /// Queues of the topic.
@@ -114,13 +114,7 @@ impl Members {
         match line["event"].as_str() {
             Some("started") => self.java_id = Some(text(line, "client_id").to_owned()),
             Some("assignment") => {
-                self.java_owned = line["queues"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|q| q["topic"] == self.topic.as_str())
-                    .map(|q| i32::try_from(int(q, "queue_id")).expect("a queue id"))
-                    .collect();
+                self.java_owned = queue_ids(line, &self.topic);
             }
             Some("message") => {
                 *self

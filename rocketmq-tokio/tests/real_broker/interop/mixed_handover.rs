@@ -15,7 +15,7 @@ use rocketmq_tests::unique;
 use rocketmq_tokio::{ConsumeFrom, TokioRuntime};
 use serde_json::Value;
 
-use super::peer::{JavaPeer, int, text};
+use super::peer::{JavaPeer, queue_ids, text};
 use crate::scenario::broker_scenario::{Consuming, Topic, WAIT, builder, start_built};
 
 /// Queues of the topic.
@@ -44,13 +44,7 @@ impl Group {
         match line["event"].as_str() {
             Some("started") => self.java_started = true,
             Some("assignment") => {
-                self.java_owned = line["queues"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|q| q["topic"] == self.topic.as_str())
-                    .map(|q| i32::try_from(int(q, "queue_id")).expect("a queue id"))
-                    .collect();
+                self.java_owned = queue_ids(line, &self.topic);
             }
             Some("message") if line["topic"] == self.topic.as_str() => {
                 self.consumed
@@ -189,25 +183,7 @@ fn hand_overs_between_ours_stay_quiet_beside_a_java_member() {
             .until("Java and ours share the queues", |m| m.split(2))
             .await;
 
-        let producer = {
-            let topic = Arc::clone(&topic);
-            std::thread::spawn(move || {
-                let mut client = topic.client();
-                let started = Instant::now();
-                let mut bodies = BTreeSet::new();
-                for i in 0..MESSAGES {
-                    if i % PER_TICK == 0 {
-                        let due = started + TICK * u32::try_from(i / PER_TICK).unwrap_or(u32::MAX);
-                        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                    }
-                    let body = format!("{}/{i}", topic.name);
-                    let queue = i32::try_from(i).unwrap_or(0) % QUEUES;
-                    topic.send_to(&mut client, queue, &body, None);
-                    bodies.insert(body);
-                }
-                bodies
-            })
-        };
+        let producer = topic.stream(MESSAGES, PER_TICK, TICK);
         members
             .until("a third of the stream consumed", |m| {
                 m.deliveries() * 3 >= MESSAGES

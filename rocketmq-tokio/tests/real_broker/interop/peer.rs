@@ -191,6 +191,17 @@ pub(crate) fn text<'a>(line: &'a Value, field: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no string {field:?} in {line}"))
 }
 
+/// The queue ids of `topic` in a consumer peer's `assignment` line.
+pub(crate) fn queue_ids(line: &Value, topic: &str) -> std::collections::BTreeSet<i32> {
+    line["queues"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["topic"] == topic)
+        .map(|q| i32::try_from(int(q, "queue_id")).expect("a queue id"))
+        .collect()
+}
+
 /// An integer field of a JSON line, failing the test when it is missing.
 pub(crate) fn int(line: &Value, field: &str) -> i64 {
     line[field]
