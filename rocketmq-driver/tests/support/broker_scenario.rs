@@ -59,13 +59,14 @@ impl Topic {
         tick: Duration,
     ) -> std::thread::JoinHandle<BTreeSet<String>> {
         let topic = Arc::clone(self);
+        let per_tick = per_tick.max(1);
         std::thread::spawn(move || {
             let mut client = topic.client();
             let started = std::time::Instant::now();
             let mut bodies = BTreeSet::new();
             for i in 0..count {
-                if i % per_tick.max(1) == 0 {
-                    let ticks = u32::try_from(i / per_tick.max(1)).unwrap_or(u32::MAX);
+                if i % per_tick == 0 {
+                    let ticks = u32::try_from(i / per_tick).unwrap_or(u32::MAX);
                     let due = started + tick * ticks;
                     std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
                 }

@@ -572,7 +572,6 @@ impl World {
     fn shutdown_node(&mut self, i: usize) {
         if let Some(node) = self.nodes.get_mut(i)
             && !node.shutting_down
-            && !node.killed
         {
             node.shutting_down = true;
             node.consumer.shutdown(self.now);
