@@ -45,6 +45,9 @@ pub(crate) enum Timer {
     ShutdownDrain,
     /// Shutdown stops waiting for commit and unregister answers.
     ShutdownFinish,
+    /// Shutdown: final commits that a lost connection failed go out again, to the brokers
+    /// that take requests by now.
+    FinalCommitRetry,
 }
 
 /// Timers ordered by deadline, ties broken by the timer itself, so firing order is
@@ -83,6 +86,17 @@ impl<T: Copy + Ord> TimerQueue<T> {
             .iter()
             .any(|(t_at, t)| *t == timer && *t_at <= at);
         if !sooner {
+            self.reset(at, timer);
+        }
+    }
+
+    /// Moves `timer` to `at` unless it is due later already (set once if absent).
+    pub(crate) fn reset_later(&mut self, at: Instant, timer: T) {
+        let later = self
+            .entries
+            .iter()
+            .any(|(t_at, t)| *t == timer && *t_at >= at);
+        if !later {
             self.reset(at, timer);
         }
     }

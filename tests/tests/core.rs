@@ -19,6 +19,8 @@ mod commits_one_at_a_time_per_broker;
 mod consume_timeout;
 #[path = "core/crashed_broker_offsets_restored.rs"]
 mod crashed_broker_offsets_restored;
+#[path = "core/final_commits_survive_a_lost_connection.rs"]
+mod final_commits_survive_a_lost_connection;
 #[path = "core/flow_control_pauses_pull.rs"]
 mod flow_control_pauses_pull;
 #[path = "core/handover_alone_after_a_crash.rs"]

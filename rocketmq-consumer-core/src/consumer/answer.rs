@@ -141,11 +141,14 @@ impl Consumer {
                     }
                     Ok(_) => self.report.uncommitted.push(mq),
                     Err(reason) => {
+                        let retried = reason == FailureReason::Disconnected
+                            && self.retry_final_commit(now, &addr, &mq, offset);
                         self.failed(&addr, name, reason);
-                        self.report.uncommitted.push(mq);
+                        if !retried {
+                            self.report.uncommitted.push(mq);
+                        }
                     }
                 }
-                self.maybe_close(now);
             }
             PendingKind::Persist(key, epoch) => {
                 // Not stored: the next periodic persist sends it again.
@@ -166,14 +169,12 @@ impl Consumer {
                 if self.queues.key_of(&mq).is_none() {
                     self.release_lock(now, &mq);
                 }
-                self.maybe_close(now);
             }
             PendingKind::Unregister | PendingKind::Unlock => {
                 // Whatever the answer: shutdown goes on.
                 if let Err(reason) = answer {
                     self.failed(&addr, name, reason);
                 }
-                self.maybe_close(now);
             }
             PendingKind::Lock(queues) => {
                 let granted = answer.and_then(success).and_then(|r| {

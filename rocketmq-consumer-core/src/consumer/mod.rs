@@ -115,6 +115,8 @@ pub struct Consumer {
     /// Shutdown: unlocks (orderly) and unregistration sent, once the final commits were
     /// answered.
     released: bool,
+    /// Final commits held for another try (see `shutdown`).
+    final_retries: shutdown::FinalRetries,
     /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
     unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
@@ -225,6 +227,7 @@ impl Consumer {
             next_request: 0,
             app_answers: AppAnswers::default(),
             released: false,
+            final_retries: shutdown::FinalRetries::default(),
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
@@ -713,6 +716,7 @@ impl Consumer {
                 }
             }
             Timer::ShutdownFinish => self.close(),
+            Timer::FinalCommitRetry => self.send_final_retries(now),
             // `after_input` dispatches what the limit lets go now; poll mode's driver takes.
             Timer::RateLimit => {}
         }
@@ -734,6 +738,7 @@ impl Consumer {
         if self.lifecycle == Lifecycle::Draining && self.drained() {
             self.finish_drain(now);
         }
+        self.maybe_close(now);
         self.dispatch(now);
     }
 

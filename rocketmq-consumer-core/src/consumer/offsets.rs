@@ -129,7 +129,7 @@ impl Consumer {
             // what was left of the one that began at the drain's end.
             if self.lifecycle == Lifecycle::Finishing {
                 self.timers
-                    .reset(now + self.config.request_timeout, Timer::ShutdownFinish);
+                    .reset_later(now + self.config.request_timeout, Timer::ShutdownFinish);
             }
         }
     }

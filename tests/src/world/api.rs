@@ -171,6 +171,30 @@ impl World {
         self.note(format!("node {i} killed"));
     }
 
+    /// The broker at `addr` closes node `i`'s connection to it now, as a network failure or a
+    /// broker dropping a client would: the node hears of it one link latency later. Returns
+    /// whether there was such a connection.
+    pub fn drop_connection(&mut self, i: usize, addr: &str) -> bool {
+        let Some(key) = self.conn_key(i, addr) else {
+            return false;
+        };
+        self.note(format!("node {i}'s connection to {addr} dropped"));
+        self.cluster.disconnect(self.now, key);
+        self.conn_owner.remove(&key);
+        let Some(conn) = self.nodes[i]
+            .keys
+            .iter()
+            .find(|(_, k)| **k == key)
+            .map(|(conn, _)| *conn)
+        else {
+            return false;
+        };
+        self.nodes[i].keys.remove(&conn);
+        let at = self.now + self.latency();
+        self.schedule(at, Ev::Lost(i, conn));
+        true
+    }
+
     /// Has node `i`'s handler finish delivery `id` with `outcome` at `at` (not before now),
     /// taking it out of [`Node::held`].
     pub fn complete_at(&mut self, i: usize, id: DeliveryId, outcome: ConsumeOutcome, at: Instant) {
