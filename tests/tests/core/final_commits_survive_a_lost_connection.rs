@@ -1,8 +1,9 @@
-//! A broker connection lost while the final commits are on their way (the Rust broker dropped
-//! ours under the whole suite's load, in CI). Shutdown sends the final commits to a broker one
-//! at a time, so one is in flight and the rest wait behind it when the connection goes: each
-//! goes once more when the broker takes requests again (after the reconnect backoff), and the
-//! member unregisters after them. A broker that stays away costs one retry, and the queues are
+//! A broker connection lost while the final commits are on their way, or just before them (the
+//! Rust broker dropped ours 120 ms before a shutdown under the whole suite's load, in CI: the
+//! commits met the address in its reconnect backoff and failed at once). Shutdown sends the
+//! final commits to a broker one at a time, so one is in flight and the rest wait behind it
+//! when the connection goes: each goes once more when the broker takes requests again (after
+//! the reconnect backoff), and the member unregisters after them. A broker that stays away costs one retry, and the queues are
 //! reported uncommitted. Either way the report accounts for every owned queue and is the last
 //! thing the consumer says (the lost requests fail one after the other; closing at the first
 //! that left nothing in flight once dropped the rest from the report and unregistered after
@@ -14,10 +15,19 @@ use consumer_core::{Event, MessageQueue, ShutdownReport};
 use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
 use rocketmq_tests::world::World;
 
+/// When the connection to broker-a drops.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// While the first final commit to it is in flight.
+    DuringCommits,
+    /// 100 ms before the shutdown (the member heard of it 50-60 ms before).
+    BeforeShutdown,
+}
+
 /// One member owning four queues on each broker (and a retry queue on each), with five
 /// messages consumed on each of broker-a's; shut down, and its connection to broker-a dropped
-/// while the first final commit to it is in flight. Returns the world and when it dropped.
-fn drop_during_final_commits(seed: u64, broker_stays_down: bool) -> (World, Instant) {
+/// `when`. Returns the world and when it dropped.
+fn drop_and_shut_down(seed: u64, when: Cut, broker_stays_down: bool) -> (World, Instant) {
     let mut config = quiet_config(seed, 1);
     config.queues_per_broker = 4;
     config.latency = (Duration::from_millis(50), Duration::from_millis(60));
@@ -31,14 +41,20 @@ fn drop_during_final_commits(seed: u64, broker_stays_down: bool) -> (World, Inst
         assert_eq!(world.acknowledged(&queue).len(), 5, "{queue:?}");
     }
 
-    world.shutdown_one(0);
-    world.run_until(world.now + Duration::from_millis(20));
     let addr = world.cluster.broker_addr("broker-a");
+    if when == Cut::DuringCommits {
+        world.shutdown_one(0);
+        world.run_until(world.now + Duration::from_millis(20));
+    }
     assert!(world.drop_connection(0, &addr), "connected to broker-a");
     if broker_stays_down {
         world.cluster.set_broker_down("broker-a", true);
     }
     let dropped = world.now;
+    if when == Cut::BeforeShutdown {
+        world.run_until(world.now + Duration::from_millis(100));
+        world.shutdown_one(0);
+    }
     world.run_until(world.now + Duration::from_secs(30));
     (world, dropped)
 }
@@ -65,8 +81,18 @@ fn closing_report(world: &World) -> (ShutdownReport, Instant) {
 
 #[test]
 fn final_commits_go_again_after_a_dropped_connection() {
-    let (world, _) = drop_during_final_commits(151, false);
-    let (report, _) = closing_report(&world);
+    let (world, _) = drop_and_shut_down(151, Cut::DuringCommits, false);
+    all_committed(&world);
+}
+
+#[test]
+fn final_commits_wait_out_the_reconnect_backoff() {
+    let (world, _) = drop_and_shut_down(153, Cut::BeforeShutdown, false);
+    all_committed(&world);
+}
+
+fn all_committed(world: &World) {
+    let (report, _) = closing_report(world);
     assert!(report.uncommitted.is_empty(), "{report:?}");
     for queue in broker_a_queues() {
         assert!(
@@ -83,7 +109,7 @@ fn final_commits_go_again_after_a_dropped_connection() {
 
 #[test]
 fn a_broker_that_stays_away_gets_one_retry() {
-    let (world, dropped) = drop_during_final_commits(152, true);
+    let (world, dropped) = drop_and_shut_down(152, Cut::DuringCommits, true);
     let (report, closed) = closing_report(&world);
     let mut uncommitted = report.uncommitted.clone();
     uncommitted.retain(|q| q.topic() == TOPIC);
