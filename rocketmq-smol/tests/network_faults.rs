@@ -37,3 +37,10 @@ fn smol_producer_replaces_a_dead_connection() {
         ),
     );
 }
+
+#[test]
+fn smol_shutdown_commits_after_a_reset() {
+    smol::block_on(scenario::network_faults::shutdown_commits_after_a_reset::<
+        SmolRuntime,
+    >("smol-reset-shutdown"));
+}

@@ -63,3 +63,10 @@ fn tokio_producer_replaces_a_dead_connection() {
         ),
     );
 }
+
+#[test]
+fn tokio_shutdown_commits_after_a_reset() {
+    support::block_on(scenario::network_faults::shutdown_commits_after_a_reset::<
+        TokioRuntime,
+    >("tokio-reset-shutdown"));
+}

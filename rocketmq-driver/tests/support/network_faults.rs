@@ -394,3 +394,90 @@ pub(crate) async fn producer_replaces_a_dead_connection<R: Runtime>(prefix: &str
         .unwrap_or_else(PoisonError::into_inner)
         .remove(topic.broker());
 }
+
+/// A consumer whose broker connection is reset 100 ms before it shuts down (the Rust broker
+/// dropped ours so under the whole suite's load): its final commits meet the broker's address
+/// in the reconnect backoff, wait it out, go over a new connection, and every queue's offset
+/// is stored at the broker, as the report says. Before, they failed at once and were reported
+/// uncommitted (the next owner would consume again everything since the last periodic
+/// commit).
+#[allow(
+    clippy::await_holding_lock,
+    reason = "the lock serializes whole scenarios, each on its own test thread and runtime"
+)]
+pub(crate) async fn shutdown_commits_after_a_reset<R: Runtime>(prefix: &str) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    const QUEUES: i32 = 4;
+    let topic = Topic::create(prefix, QUEUES);
+    let broker = FaultProxy::start(topic.broker());
+    REDIRECTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(topic.broker().to_owned(), broker.addr().to_owned());
+    let group = unique("reset-shutdown");
+    let consumer =
+        builder_at::<Proxied<R>>(&topic.namesrv, &topic.name, &group, "*", ConsumeFrom::First)
+            // No periodic commit meanwhile: the final commits are all the broker will have.
+            .configure(|c| c.persist_interval = Duration::from_secs(600))
+            .build()
+            .expect("the consumer's configuration is valid");
+    let (running, mut bodies) = start_forwarding(consumer, body_of);
+    let sent = topic.send("before-reset", 40, None);
+    let runtime = R::default();
+    let mut deadline = runtime.sleep_until(runtime.now() + CONSUME_TIMEOUT);
+    let mut consumed = BTreeSet::new();
+    while !sent.is_subset(&consumed) {
+        match future::select(bodies.next(), deadline.as_mut()).await {
+            Either::Left((Some(body), _)) => {
+                consumed.insert(body);
+            }
+            Either::Left((None, _)) => panic!("the handler was dropped while consuming"),
+            Either::Right(((), _)) => panic!(
+                "{} of {} consumed within {CONSUME_TIMEOUT:?}",
+                consumed.len(),
+                sent.len()
+            ),
+        }
+    }
+
+    let reset = broker.reset_all();
+    assert!(reset > 0, "the consumer was connected through the proxy");
+    runtime
+        .sleep_until(runtime.now() + Duration::from_millis(100))
+        .await;
+    let report = running
+        .shutdown()
+        .await
+        .expect("the consumer shuts down and reports");
+    REDIRECTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(topic.broker());
+    assert!(report.uncommitted.is_empty(), "{report:?}");
+    for queue in 0..QUEUES {
+        let stored =
+            super::broker_scenario::group_offset(topic.broker(), &group, &topic.name, queue)
+                .expect("the broker answers");
+        let end = super::broker_scenario::max_offset(topic.broker(), &topic.name, queue)
+            .expect("the broker answers");
+        assert_eq!(
+            stored,
+            Some(end),
+            "queue {queue}: the broker stores the final commit"
+        );
+        assert!(
+            report
+                .committed
+                .iter()
+                .any(|(mq, offset)| mq.topic() == topic.name
+                    && mq.queue_id() == queue
+                    && *offset == end),
+            "queue {queue} at {end} in the report: {report:?}"
+        );
+    }
+    assert!(
+        broker.accepted() >= 2,
+        "the final commits went over a new connection ({} accepted)",
+        broker.accepted()
+    );
+}
