@@ -447,8 +447,9 @@ impl RunningConsumer {
 
     /// Shuts down gracefully: no new pulls or deliveries; in-flight handlers get up to
     /// `shutdown_drain_timeout` (10 s) to finish; offsets are committed (broadcasting: stored
-    /// in the offset file), orderly queue locks released, and the client unregisters. Resolves
-    /// when the consumer has closed, with what it did.
+    /// in the offset file; a commit that lost its connection goes once more after the reconnect
+    /// backoff), orderly queue locks released, and the client unregisters. Resolves when the
+    /// consumer has closed, with what it did.
     ///
     /// Fails only when the driver task ended without closing the consumer (it panicked, or the
     /// runtime shut down under it).
