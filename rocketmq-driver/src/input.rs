@@ -7,13 +7,8 @@ use std::sync::Arc;
 use consumer_core::output::Polled;
 use consumer_core::{ConsumeOutcome, ConsumerStats, DeliveryId, Event, MessageQueue};
 use futures_channel::oneshot;
-use proto::message::Message;
 
 use crate::control::{CommitReport, ControlError};
-use crate::runtime::BoxFuture;
-
-/// The user's handler, boxed once so the driver is not generic over it.
-pub(crate) type Handler = Arc<dyn Fn(Vec<Message>) -> BoxFuture<ConsumeOutcome> + Send + Sync>;
 
 /// An observer of the consumer's events.
 pub(crate) type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;

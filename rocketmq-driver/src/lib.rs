@@ -43,6 +43,7 @@
 mod connection;
 mod control;
 mod driver;
+mod handler;
 mod host;
 mod input;
 mod lite_pull;

@@ -9,7 +9,7 @@ use consumer_core::{ConfigError, ConsumeOutcome, ConsumerStats, Event, MessageQu
 use proto::message::Message;
 
 use crate::control::ControlError;
-use crate::input::{EventSink, Handler, Input, PullCommand};
+use crate::input::{EventSink, Input, PullCommand};
 use crate::runtime::Runtime;
 use crate::setup::{Checked, Setup, Spawned, setup_setters};
 #[cfg(doc)]
@@ -101,7 +101,7 @@ impl<R: Runtime> PushConsumer<R> {
         F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ConsumeOutcome> + Send + 'static,
     {
-        let handler: Handler = Arc::new(move |messages| Box::pin(handler(messages)));
+        let handler = crate::handler::boxed(handler);
         let runtime = R::default();
         let consumer = self
             .checked

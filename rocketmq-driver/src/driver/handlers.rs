@@ -3,13 +3,14 @@
 //! delivery ([`Inline`]).
 
 use std::panic::AssertUnwindSafe;
-use std::task::{Context, Poll};
+use std::task::Context;
 
 use consumer_core::{ConsumeOutcome, Consumer, Delivery};
 use futures_channel::mpsc;
 use futures_util::FutureExt;
 
-use crate::input::{Handler, Input};
+use crate::handler::{Handler, Started};
+use crate::input::Input;
 use crate::runtime::Runtime;
 
 /// The handler, and where and how its deliveries run.
@@ -52,7 +53,7 @@ impl<R: Runtime> Handlers<R> {
     /// consumption needs nothing more here: the core hands out one delivery per queue at a
     /// time, so per-queue order holds across these tasks.
     pub(super) fn deliver(&mut self, consumer: &mut Consumer, delivery: Delivery) {
-        let Some(handler) = &self.handler else {
+        let Some(handler) = self.handler.as_mut() else {
             // Poll mode delivers nothing; should a delivery come anyway, say it failed so the
             // core retries it instead of waiting for a completion that never comes.
             consumer.complete(
@@ -63,40 +64,34 @@ impl<R: Runtime> Handlers<R> {
             return;
         };
         let Delivery { id, messages, .. } = delivery;
-        // The handler's own future, made here (a handler that panics making it, or later,
-        // answers ReconsumeLater).
-        let made = std::panic::catch_unwind(AssertUnwindSafe(|| handler(messages)));
-        let Ok(mut run) = made else {
-            consumer.complete(self.runtime.now(), id, ConsumeOutcome::ReconsumeLater);
-            return;
-        };
-        if self.inline.try_take() {
+        let started = if self.inline.try_take() {
             // The first poll here: a handler that finishes without waiting costs no task, no
-            // hand-off to another thread and no completion message. One that waits continues
-            // on its own task, whose first poll registers its waker. One clock read a
-            // delivery: its time counts from the end of the one before in this pass (or the
-            // pass's start), so the consumer's own small share of each is counted too.
+            // hand-off to another thread, no completion message and no allocation (see
+            // `handler`). One that waits continues on its own task, whose first poll
+            // registers its waker. One clock read a delivery: its time counts from the end of
+            // the one before in this pass (or the pass's start), so the consumer's own small
+            // share of each is counted too.
             let started = self.inline.last_end.unwrap_or_else(|| self.runtime.now());
-            let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                run.as_mut().poll(&mut Context::from_waker(
-                    futures_util::task::noop_waker_ref(),
-                ))
-            }));
+            let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+            let run = handler.start(messages, Some(&mut cx));
             let now = self.runtime.now();
             self.inline.last_end = Some(now);
             self.inline.took(now.saturating_duration_since(started));
-            match polled {
-                Ok(Poll::Ready(outcome)) => {
-                    consumer.complete(now, id, outcome);
-                    return;
-                }
-                Err(_) => {
-                    consumer.complete(now, id, ConsumeOutcome::ReconsumeLater);
-                    return;
-                }
-                Ok(Poll::Pending) => {}
+            if let Started::Done(outcome) = run {
+                consumer.complete(now, id, outcome);
+                return;
             }
-        }
+            run
+        } else {
+            handler.start(messages, None)
+        };
+        let run = match started {
+            Started::Done(outcome) => {
+                consumer.complete(self.runtime.now(), id, outcome);
+                return;
+            }
+            Started::Running(run) => run,
+        };
         let inputs = self.inputs.clone();
         self.runtime.spawn(Box::pin(async move {
             let outcome = AssertUnwindSafe(run)

@@ -24,7 +24,8 @@ use consumer_core::{Consumer, Event, MessageQueue, Output, ShutdownReport};
 use futures_channel::{mpsc, oneshot};
 
 use crate::control::ControlError;
-use crate::input::{EventSink, Handler, Input, PullCommand};
+use crate::handler::Handler;
+use crate::input::{EventSink, Input, PullCommand};
 use crate::offset_file::OffsetFile;
 use crate::runtime::Runtime;
 use conns::Conns;

@@ -12,8 +12,9 @@ use futures_channel::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::driver::Driver;
+use crate::handler::Handler;
 use crate::host::{local_ip, since_epoch};
-use crate::input::{EventSink, Handler, Input};
+use crate::input::{EventSink, Input};
 use crate::offset_file::{self, OffsetFile};
 use crate::runtime::Runtime;
 use crate::{ConsumeFrom, DriverStopped, ShutdownReport};
