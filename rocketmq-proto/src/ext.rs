@@ -5,13 +5,18 @@
 //! fields are left out. [`CommandHeader`] is the typed view; [`command_header!`](crate::command_header)
 //! writes one.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use thiserror::Error;
 
 /// The `extFields` of a command: ordered, so encoding is deterministic.
+///
+/// A typed header's keys are its field names, `'static` strings: they are borrowed, not copied,
+/// so encoding a header allocates its values only (a pull request's nine keys were nine
+/// allocations of every pull). Keys read from the wire are owned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExtFields(BTreeMap<String, String>);
+pub struct ExtFields(BTreeMap<Cow<'static, str>, String>);
 
 impl ExtFields {
     /// An empty map.
@@ -21,7 +26,7 @@ impl ExtFields {
 
     /// Sets `key` to `value`, replacing what was there.
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        self.0.insert(key.into(), value.into());
+        self.0.insert(Cow::Owned(key.into()), value.into());
     }
 
     /// Removes `key`, returning its value.
@@ -46,7 +51,7 @@ impl ExtFields {
 
     /// The entries in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
     }
 
     /// A required typed value: an error naming `key` when it is missing or does not parse.
@@ -67,24 +72,30 @@ impl ExtFields {
         }
     }
 
-    /// Sets `key` to the wire form of `value`.
-    pub fn put<T: ExtValue>(&mut self, key: &str, value: &T) {
-        self.0.insert(key.to_owned(), value.to_ext());
+    /// Sets `key` (a field name: borrowed, not copied) to the wire form of `value`.
+    pub fn put<T: ExtValue>(&mut self, key: &'static str, value: &T) {
+        self.0.insert(Cow::Borrowed(key), value.to_ext());
     }
 }
 
 impl FromIterator<(String, String)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
-        Self(iter.into_iter().collect())
+        Self(iter.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
     }
 }
 
+/// An entry of [`ExtFields`], as its iterator gives it.
+type Entry<'a> = (&'a Cow<'static, str>, &'a String);
+
 impl<'a> IntoIterator for &'a ExtFields {
-    type Item = (&'a String, &'a String);
-    type IntoIter = std::collections::btree_map::Iter<'a, String, String>;
+    type Item = (&'a str, &'a str);
+    type IntoIter = std::iter::Map<
+        std::collections::btree_map::Iter<'a, Cow<'static, str>, String>,
+        fn(Entry<'a>) -> (&'a str, &'a str),
+    >;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
     }
 }
 
