@@ -29,6 +29,17 @@ impl ExtFields {
         self.0.insert(Cow::Owned(key.into()), value.into());
     }
 
+    /// Sets `key`, as read from the wire, to `value`: a key the client reads often (a field
+    /// of the answers to pulls, sends, offset queries and pops) is stored as its `'static`
+    /// name, not copied.
+    pub(crate) fn insert_read(&mut self, key: &str, value: String) {
+        let key = match interned(key) {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Owned(key.to_owned()),
+        };
+        self.0.insert(key, value);
+    }
+
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         self.0.remove(key)
@@ -82,6 +93,39 @@ impl FromIterator<(String, String)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
         Self(iter.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
     }
+}
+
+/// `key` as a `'static` name, when it is one the answers the client reads most carry.
+fn interned(key: &str) -> Option<&'static str> {
+    Some(match key {
+        // PULL_MESSAGE's answer (4.x, and 5.x's additions).
+        "suggestWhichBrokerId" => "suggestWhichBrokerId",
+        "nextBeginOffset" => "nextBeginOffset",
+        "minOffset" => "minOffset",
+        "maxOffset" => "maxOffset",
+        "offsetDelta" => "offsetDelta",
+        "topicSysFlag" => "topicSysFlag",
+        "groupSysFlag" => "groupSysFlag",
+        "forbiddenType" => "forbiddenType",
+        // SEND_MESSAGE's, and offset queries'.
+        "msgId" => "msgId",
+        "queueId" => "queueId",
+        "queueOffset" => "queueOffset",
+        "transactionId" => "transactionId",
+        "batchUniqId" => "batchUniqId",
+        "MSG_REGION" => "MSG_REGION",
+        "TRACE_ON" => "TRACE_ON",
+        "offset" => "offset",
+        // POP_MESSAGE's.
+        "popTime" => "popTime",
+        "invisibleTime" => "invisibleTime",
+        "reviveQid" => "reviveQid",
+        "restNum" => "restNum",
+        "startOffsetInfo" => "startOffsetInfo",
+        "msgOffsetInfo" => "msgOffsetInfo",
+        "orderCountInfo" => "orderCountInfo",
+        _ => return None,
+    })
 }
 
 /// An entry of [`ExtFields`], as its iterator gives it.

@@ -14,7 +14,7 @@ struct Incoming {
     code: i32,
     // Every optional member may be absent or an explicit `null` (the Rust broker writes nulls).
     #[serde(default)]
-    language: Option<Value>,
+    language: Option<IncomingLanguage>,
     #[serde(default)]
     version: Option<i32>,
     #[serde(default)]
@@ -24,7 +24,88 @@ struct Incoming {
     #[serde(default)]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<serde_json::Map<String, Value>>,
+    ext_fields: Option<IncomingExt>,
+}
+
+/// The `language` member, read without copying its name: a known name, or a code.
+struct IncomingLanguage(LanguageCode);
+
+impl<'de> Deserialize<'de> for IncomingLanguage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = IncomingLanguage;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a language name or code")
+            }
+            // An unknown name is what a newer peer sends; fastjson reads it as null, we as
+            // OTHER.
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                Ok(IncomingLanguage(
+                    LanguageCode::from_name(name).unwrap_or(LanguageCode::OTHER),
+                ))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
+                u8::try_from(n)
+                    .map(|n| IncomingLanguage(LanguageCode(n)))
+                    .map_err(|_| E::custom(format!("language {n} is not a language code")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Self::Value, E> {
+                Err(E::custom(format!("language {n} is not a language code")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Self::Value, E> {
+                Err(E::custom(format!("language {n} is not a language code")))
+            }
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Self::Value, E> {
+                Err(E::custom(format!("language {b} is not a string")))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(IncomingLanguage(LanguageCode::OTHER))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+/// The `extFields` member, read straight into [`ExtFields`] (keys the client reads often
+/// are not copied: `ExtFields::insert_read`).
+struct IncomingExt(ExtFields);
+
+impl<'de> Deserialize<'de> for IncomingExt {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = IncomingExt;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of scalars")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                use serde::de::Error;
+                let mut ext = ExtFields::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match map.next_value::<Value>()? {
+                        Value::Null => {}
+                        Value::String(s) => ext.insert_read(&key, s),
+                        // Java always sends strings; other writers send bare numbers and
+                        // booleans.
+                        value @ (Value::Number(_) | Value::Bool(_)) => {
+                            ext.insert_read(&key, value.to_string())
+                        }
+                        Value::Array(_) | Value::Object(_) => {
+                            return Err(A::Error::custom(format!(
+                                "extFields.{key} is not a scalar"
+                            )));
+                        }
+                    }
+                }
+                Ok(IncomingExt(ext))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
 }
 
 /// A language travels by name; a code with no known name travels as its number, which
@@ -61,33 +142,8 @@ impl Serialize for ExtFields {
 pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
     let raw: Incoming =
         serde_json::from_slice(header).map_err(|e| FrameError::Json(e.to_string()))?;
-    let language = match raw.language {
-        None | Some(Value::Null) => LanguageCode::OTHER,
-        // An unknown name is what a newer peer sends; fastjson reads it as null, we as OTHER.
-        Some(Value::String(name)) => LanguageCode::from_name(&name).unwrap_or(LanguageCode::OTHER),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .and_then(|n| u8::try_from(n).ok())
-            .map(LanguageCode)
-            .ok_or_else(|| FrameError::Json(format!("language {n} is not a language code")))?,
-        Some(other) => {
-            return Err(FrameError::Json(format!(
-                "language {other} is not a string"
-            )));
-        }
-    };
-    let mut ext_fields = ExtFields::new();
-    for (key, value) in raw.ext_fields.unwrap_or_default() {
-        match value {
-            Value::Null => {}
-            Value::String(s) => ext_fields.insert(key, s),
-            // Java always sends strings; other writers send bare numbers and booleans.
-            Value::Number(_) | Value::Bool(_) => ext_fields.insert(key, value.to_string()),
-            Value::Array(_) | Value::Object(_) => {
-                return Err(FrameError::Json(format!("extFields.{key} is not a scalar")));
-            }
-        }
-    }
+    let language = raw.language.map_or(LanguageCode::OTHER, |l| l.0);
+    let ext_fields = raw.ext_fields.map(|e| e.0).unwrap_or_default();
     Ok(Command {
         code: raw.code,
         language,

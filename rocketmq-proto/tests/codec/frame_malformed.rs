@@ -3,7 +3,7 @@
 //! broken JSON, and truncated or inconsistent binary headers.
 
 use bytes::{BufMut, BytesMut};
-use rocketmq_proto::{FrameDecoder, FrameError};
+use rocketmq_proto::{FrameDecoder, FrameError, LanguageCode};
 
 fn frame(type_byte: u8, header: &[u8], body: &[u8]) -> BytesMut {
     let mut buf = BytesMut::new();
@@ -121,6 +121,34 @@ fn json_header_accepts_nulls_and_numbers() {
     assert_eq!(command.ext_fields.get("ok"), Some("true"));
     assert_eq!(command.ext_fields.get("gone"), None);
     assert_eq!(&command.body[..], b"body");
+}
+
+#[test]
+fn json_header_languages_by_name_or_code_and_escaped_keys() {
+    let read = |header: &str| decode(frame(0, header.as_bytes(), &[]));
+    for (language, expected) in [
+        (r#""JAVA""#, LanguageCode::JAVA),
+        (r#""RUST""#, LanguageCode::RUST),
+        // A newer peer's language: unknown here, as fastjson reads it (null).
+        (r#""COBOL""#, LanguageCode::OTHER),
+        ("null", LanguageCode::OTHER),
+        ("12", LanguageCode(12)),
+    ] {
+        let header = format!(r#"{{"code":0,"language":{language},"extFields":{{}}}}"#);
+        let command = read(&header).expect("valid").expect("whole");
+        assert_eq!(command.language, expected, "{language}");
+    }
+    for language in ["300", "-1", "1.5", "true", "[]"] {
+        let header = format!(r#"{{"code":0,"language":{language}}}"#);
+        let err = read(&header).expect_err("not a language");
+        assert!(err.to_string().contains("language"), "{language}: {err}");
+    }
+    // A key the client reads often, escaped on the wire, is the same key.
+    let command = read(r#"{"code":0,"extFields":{"next\u0042eginOffset":"7","x\"y":"8"}}"#)
+        .expect("valid")
+        .expect("whole");
+    assert_eq!(command.ext_fields.get("nextBeginOffset"), Some("7"));
+    assert_eq!(command.ext_fields.get("x\"y"), Some("8"));
 }
 
 #[test]
