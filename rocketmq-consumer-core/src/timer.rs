@@ -45,9 +45,9 @@ pub(crate) enum Timer {
     ShutdownDrain,
     /// Shutdown stops waiting for commit and unregister answers.
     ShutdownFinish,
-    /// Shutdown: final commits that a lost connection failed go out again, to the brokers
-    /// that take requests by now.
-    FinalCommitRetry,
+    /// Commits that a lost connection failed (final ones, hand-overs') go out again, to the
+    /// brokers that take requests by now.
+    CommitRetry,
 }
 
 /// Timers ordered by deadline, ties broken by the timer itself, so firing order is

@@ -27,6 +27,8 @@ mod flow_control_pauses_pull;
 mod handover_alone_after_a_crash;
 #[path = "core/handover_clock_starts_at_an_answer.rs"]
 mod handover_clock_starts_at_an_answer;
+#[path = "core/handover_commit_survives_a_lost_connection.rs"]
+mod handover_commit_survives_a_lost_connection;
 #[path = "core/handover_timed_out_asks_again.rs"]
 mod handover_timed_out_asks_again;
 #[path = "core/handover_waits_for_the_old_owner.rs"]

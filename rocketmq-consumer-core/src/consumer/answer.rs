@@ -7,8 +7,10 @@ use proto::body::{ConsumerListBody, LockBatchResponseBody, TopicRouteData};
 use proto::headers::{GetMaxOffsetResponse, QueryConsumerOffsetResponse, SearchOffsetResponse};
 use proto::{Command, ResponseCode};
 
+use super::commit_retry::Retried;
 use super::lease::LockFailure;
 use super::{Consumer, Epoch, Pending, PendingKind, Phase, QueueKey};
+use crate::config::MessageModel;
 use crate::output::{Event, FailureReason, Output};
 use crate::timer::Timer;
 
@@ -137,12 +139,13 @@ impl Consumer {
                 // A refusal is reported in the shutdown report, not as a failed request.
                 match answer {
                     Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
+                        self.commit_retries.answered(&mq);
                         self.report.committed.push((mq, offset))
                     }
                     Ok(_) => self.report.uncommitted.push(mq),
                     Err(reason) => {
                         let retried = reason == FailureReason::Disconnected
-                            && self.retry_final_commit(now, &addr, &mq, offset);
+                            && self.retry_commit(now, &addr, Retried::Final, &mq, offset);
                         self.failed(&addr, name, reason);
                         if !retried {
                             self.report.uncommitted.push(mq);
@@ -157,18 +160,29 @@ impl Consumer {
                 }
                 self.commit_ended(now, key, epoch);
             }
-            PendingKind::HandOverCommit(mq) => {
-                // Not stored: the lock goes all the same (the next owner starts from the
-                // broker's older offset, as after any lost commit); holding it would only
-                // stall the queue until the broker's lock expires, 60 s.
-                if let Err(reason) = answer.and_then(success) {
-                    self.failed(&addr, name, reason);
+            PendingKind::HandOverCommit(mq, offset) => {
+                match answer.and_then(success) {
+                    Ok(_) => self.commit_retries.answered(&mq),
+                    Err(reason) => {
+                        // Lost with its connection: the lock waits for one more try.
+                        let lost = reason == FailureReason::Disconnected;
+                        if lost && self.retry_commit(now, &addr, Retried::HandOver, &mq, offset) {
+                            self.failed(&addr, name, reason);
+                            return;
+                        }
+                        self.failed(&addr, name, reason);
+                        if lost && self.config.message_model == MessageModel::Clustering {
+                            // Its broker stayed away (a crash, say): kept, so a broker that
+                            // lost the commits it had not written does not send us back,
+                            // should the queue be ours again (`stranded`).
+                            self.stranded.strand(mq.clone(), offset);
+                        }
+                    }
                 }
-                self.handovers.commit_ended(&mq);
-                // Ours again meanwhile (a rebalance gave it back): the lock is held anew.
-                if self.queues.key_of(&mq).is_none() {
-                    self.release_lock(now, &mq);
-                }
+                // Not stored after all: the lock goes all the same (the next owner starts
+                // from the broker's older offset, as after any lost commit); holding it would
+                // only stall the queue until the broker's lock expires, 60 s.
+                self.hand_over_commit_ended(now, &mq);
             }
             PendingKind::Unregister | PendingKind::Unlock => {
                 // Whatever the answer: shutdown goes on.

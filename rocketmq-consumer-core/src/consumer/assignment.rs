@@ -377,9 +377,11 @@ impl Consumer {
         self.handovers.forget(key);
         if committable {
             let offset = state.commit_point();
-            let reachable = self
-                .master_addr(state.mq.broker_name())
-                .filter(|addr| self.link.is_open(addr));
+            let routed = self.master_addr(state.mq.broker_name());
+            // A queue whose lock we hold commits even while its broker's connection is down
+            // (a new one opens, or the commit fails at once and goes once more after the
+            // reconnect backoff: `commit_retry`), as the next owner waits for the lock.
+            let reachable = routed.filter(|addr| unlock || self.link.is_open(addr));
             match reachable {
                 Some(addr) if unlock => {
                     // The unlock waits for the commit's answer: Apache's brokers run commits
@@ -388,7 +390,7 @@ impl Consumer {
                     // a oneway commit can take effect first, and the next owner then locks
                     // the queue and reads the offset before the commit lands.
                     let command = self.commit_command(&state.mq, offset);
-                    let kind = PendingKind::HandOverCommit(state.mq.clone());
+                    let kind = PendingKind::HandOverCommit(state.mq.clone(), offset);
                     self.request_commit(now, &addr, command, kind);
                     self.handovers.release_after_commit(state.mq.clone());
                     unlock = false;

@@ -352,6 +352,15 @@ impl Consumer {
         self.resolve_offset(now, key, epoch);
     }
 
+    /// Revoked `mq`'s last commit ended (stored, or given up on): its lock goes, unless a
+    /// rebalance gave the queue back meanwhile (the lock is held anew then).
+    pub(super) fn hand_over_commit_ended(&mut self, now: Instant, mq: &MessageQueue) {
+        self.handovers.commit_ended(mq);
+        if self.queues.key_of(mq).is_none() {
+            self.release_lock(now, mq);
+        }
+    }
+
     /// Releases `mq`'s broker lock (an orderly lease or a hand-over lock) without waiting
     /// for an answer: after its revoke, once its last commit was answered.
     pub(super) fn release_lock(&mut self, now: Instant, mq: &MessageQueue) {

@@ -25,6 +25,7 @@ mod app_answers;
 mod assignment;
 mod broker_request;
 pub(crate) mod cluster;
+mod commit_retry;
 mod deliveries;
 mod dispatching;
 mod handover;
@@ -115,8 +116,8 @@ pub struct Consumer {
     /// Shutdown: unlocks (orderly) and unregistration sent, once the final commits were
     /// answered.
     released: bool,
-    /// Final commits held for another try (see `shutdown`).
-    final_retries: shutdown::FinalRetries,
+    /// Commits held for another try after a lost connection.
+    commit_retries: commit_retry::CommitRetries,
     /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
     unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
@@ -227,7 +228,7 @@ impl Consumer {
             next_request: 0,
             app_answers: AppAnswers::default(),
             released: false,
-            final_retries: shutdown::FinalRetries::default(),
+            commit_retries: commit_retry::CommitRetries::default(),
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
@@ -716,7 +717,7 @@ impl Consumer {
                 }
             }
             Timer::ShutdownFinish => self.close(),
-            Timer::FinalCommitRetry => self.send_final_retries(now),
+            Timer::CommitRetry => self.send_commit_retries(now),
             // `after_input` dispatches what the limit lets go now; poll mode's driver takes.
             Timer::RateLimit => {}
         }

@@ -35,7 +35,7 @@ pub(crate) enum PendingKind {
     /// The periodic or acknowledgement-driven commit of a running queue's offset.
     Persist(QueueKey, Epoch),
     /// Orderly: the commit of a revoked queue, whose lock is released once it is answered.
-    HandOverCommit(MessageQueue),
+    HandOverCommit(MessageQueue, i64),
     Unregister,
     /// Orderly: `LOCK_BATCH_MQ` for these `(key, epoch)` queues.
     Lock(Vec<(QueueKey, Epoch)>),
@@ -70,7 +70,7 @@ impl PendingKind {
                 Ok(Some(topic))
             }
             Self::FinalCommit(queue, _)
-            | Self::HandOverCommit(queue)
+            | Self::HandOverCommit(queue, _)
             | Self::Search(_, queue)
             | Self::Commit { queue, .. } => Ok(Some(queue.topic())),
             Self::SendBack(back) => Ok(Some(back.queue.topic())),

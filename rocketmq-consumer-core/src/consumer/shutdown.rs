@@ -1,8 +1,7 @@
 //! Graceful shutdown after the drain: final commits (each sent once more after a lost
-//! connection), unregistration, the orderly unlocks once the offsets are stored, and the
+//! connection: `commit_retry`), unregistration, the orderly unlocks once the offsets are stored, and the
 //! report.
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
 use proto::MessageQueue;
@@ -12,53 +11,6 @@ use crate::config::MessageModel;
 use crate::membership;
 use crate::output::{Event, Output};
 use crate::timer::Timer;
-
-/// Final commits that failed for want of a connection (it was lost with the commit on it, or
-/// its broker was in its reconnect backoff), each sent once more when its broker takes
-/// requests again. A broker that drops a connection and takes the next one (seen with the Rust
-/// broker under load) would otherwise cost the next owner a re-delivery of everything since
-/// the last periodic commit. One retry each, so a dead broker delays the close by one backoff
-/// and one `request_timeout` at most; a commit that timed out is not retried: its broker had
-/// `request_timeout` already.
-#[derive(Debug, Default)]
-pub(crate) struct FinalRetries {
-    /// Waiting for their broker: the queue and the offset to commit.
-    waiting: Vec<(MessageQueue, i64)>,
-    /// Queues whose final commit went out again once already.
-    retried: BTreeSet<MessageQueue>,
-}
-
-impl FinalRetries {
-    /// Holds `mq`'s final commit of `offset` for another try; `false` when it had its retry.
-    fn hold(&mut self, mq: MessageQueue, offset: i64) -> bool {
-        if !self.retried.insert(mq.clone()) {
-            return false;
-        }
-        self.waiting.push((mq, offset));
-        true
-    }
-
-    /// Takes the held commits whose queue's broker `ready` says may be asked now.
-    fn take_ready(&mut self, ready: impl Fn(&MessageQueue) -> bool) -> Vec<(MessageQueue, i64)> {
-        let (now, later) = std::mem::take(&mut self.waiting)
-            .into_iter()
-            .partition(|(mq, _)| ready(mq));
-        self.waiting = later;
-        now
-    }
-
-    fn any(&self) -> bool {
-        !self.waiting.is_empty()
-    }
-
-    /// Forgets the held commits (the consumer closed); returns their queues.
-    fn clear(&mut self) -> Vec<MessageQueue> {
-        std::mem::take(&mut self.waiting)
-            .into_iter()
-            .map(|(mq, _)| mq)
-            .collect()
-    }
-}
 
 impl Consumer {
     pub(super) fn finish_drain(&mut self, now: Instant) {
@@ -89,48 +41,20 @@ impl Consumer {
         self.flush_local_offsets();
         self.timers
             .set(now + self.config.request_timeout, Timer::ShutdownFinish);
+        // Hand-over commits waiting for their retry lost their timer with the others.
+        if self.commit_retries.any() {
+            self.timers.set(now, Timer::CommitRetry);
+        }
     }
 
     /// `mq`'s final commit of `offset`, to its broker's master (none known: uncommitted).
-    fn send_final_commit(&mut self, now: Instant, mq: MessageQueue, offset: i64) {
+    pub(super) fn send_final_commit(&mut self, now: Instant, mq: MessageQueue, offset: i64) {
         let Some(addr) = self.master_addr(mq.broker_name()) else {
             self.report.uncommitted.push(mq);
             return;
         };
         let command = self.commit_command(&mq, offset);
         self.request_commit(now, &addr, command, PendingKind::FinalCommit(mq, offset));
-    }
-
-    /// `mq`'s final commit of `offset` to `addr` failed for want of a connection: it goes
-    /// again once `addr` takes requests (its reconnect backoff over), if it had no retry yet;
-    /// whether it will.
-    pub(super) fn retry_final_commit(
-        &mut self,
-        now: Instant,
-        addr: &str,
-        mq: &MessageQueue,
-        offset: i64,
-    ) -> bool {
-        if self.lifecycle != Lifecycle::Finishing || !self.final_retries.hold(mq.clone(), offset) {
-            return false;
-        }
-        let at = self.link.down_until(now, addr).unwrap_or(now);
-        self.timers.set(at, Timer::FinalCommitRetry);
-        self.timers
-            .reset_later(at + self.config.request_timeout, Timer::ShutdownFinish);
-        true
-    }
-
-    /// Sends the final commits held for a retry whose brokers take requests now.
-    pub(super) fn send_final_retries(&mut self, now: Instant) {
-        let ready = self.final_retries.take_ready(|mq| {
-            self.cluster
-                .master_addr(mq.broker_name())
-                .is_none_or(|addr| self.link.down_until(now, &addr).is_none())
-        });
-        for (mq, offset) in ready {
-            self.send_final_commit(now, mq, offset);
-        }
     }
 
     /// Once every final commit is answered: releases the locks and unregisters, and once
@@ -149,7 +73,7 @@ impl Consumer {
                 PendingKind::FinalCommit(..) | PendingKind::HandOverCommit(..)
             )
         }) || self.commits.any()
-            || self.final_retries.any();
+            || self.commit_retries.any();
         // Let go only once the final offsets are stored: unregistering makes the brokers tell
         // the other members at once (`NOTIFY_CONSUMER_IDS_CHANGED`), and a member that takes a
         // queue over reads its offset then; orderly, the next owner of a queue could lock it
@@ -181,7 +105,7 @@ impl Consumer {
             _ => None,
         });
         self.report.uncommitted.extend(unanswered);
-        self.report.uncommitted.extend(self.final_retries.clear());
+        self.report.uncommitted.extend(self.commit_retries.clear());
         self.timers.clear();
         self.lifecycle = Lifecycle::Closed;
         let mut report = std::mem::take(&mut self.report);
