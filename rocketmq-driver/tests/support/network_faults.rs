@@ -29,6 +29,15 @@ static REDIRECTS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 /// One scenario at a time per test binary: they share [`REDIRECTS`].
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Connections to `upstream` go to `proxy` from now on (`None`: to `upstream` again).
+fn redirect(upstream: &str, proxy: Option<&str>) {
+    let mut redirects = REDIRECTS.lock().unwrap_or_else(PoisonError::into_inner);
+    match proxy {
+        Some(proxy) => redirects.insert(upstream.to_owned(), proxy.to_owned()),
+        None => redirects.remove(upstream),
+    };
+}
+
 /// Runtime `R`, except that connections to a redirected address go to its proxy.
 #[derive(Clone, Default)]
 pub(crate) struct Proxied<R>(R);
@@ -213,10 +222,7 @@ pub(crate) async fn consumes_everything_through<R: Runtime>(prefix: &str, schedu
     let broker_addr = broker_addrs.first().expect("one broker").clone();
     let broker = Arc::new(FaultProxy::start(&broker_addr));
     let namesrv = Arc::new(FaultProxy::start(&topic.namesrv));
-    REDIRECTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(broker_addr.clone(), broker.addr().to_owned());
+    redirect(&broker_addr, Some(broker.addr()));
 
     let consumer = builder_at::<Proxied<R>>(
         namesrv.addr(),
@@ -320,10 +326,7 @@ pub(crate) async fn consumes_everything_through<R: Runtime>(prefix: &str, schedu
         .shutdown()
         .await
         .expect("the consumer shuts down and reports");
-    REDIRECTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(&broker_addr);
+    redirect(&broker_addr, None);
 }
 
 /// A producer whose broker connection dies without a FIN (through the proxy, black-holed) does
@@ -339,10 +342,7 @@ pub(crate) async fn producer_replaces_a_dead_connection<R: Runtime>(prefix: &str
     let topic = Topic::create(prefix, 4);
     let broker = FaultProxy::start(topic.broker());
     let namesrv = FaultProxy::start(&topic.namesrv);
-    REDIRECTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(topic.broker().to_owned(), broker.addr().to_owned());
+    redirect(topic.broker(), Some(broker.addr()));
     let producer = driver::Producer::<Proxied<R>>::builder(unique("faults-producer"))
         .name_server(namesrv.addr())
         .build()
@@ -389,10 +389,7 @@ pub(crate) async fn producer_replaces_a_dead_connection<R: Runtime>(prefix: &str
         2,
         "one new connection replaced the dead one"
     );
-    REDIRECTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(topic.broker());
+    redirect(topic.broker(), None);
 }
 
 /// A consumer whose broker connection is reset 100 ms before it shuts down (the Rust broker
@@ -410,10 +407,7 @@ pub(crate) async fn shutdown_commits_after_a_reset<R: Runtime>(prefix: &str) {
     const QUEUES: i32 = 4;
     let topic = Topic::create(prefix, QUEUES);
     let broker = FaultProxy::start(topic.broker());
-    REDIRECTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(topic.broker().to_owned(), broker.addr().to_owned());
+    redirect(topic.broker(), Some(broker.addr()));
     let group = unique("reset-shutdown");
     let consumer =
         builder_at::<Proxied<R>>(&topic.namesrv, &topic.name, &group, "*", ConsumeFrom::First)
@@ -449,10 +443,7 @@ pub(crate) async fn shutdown_commits_after_a_reset<R: Runtime>(prefix: &str) {
         .shutdown()
         .await
         .expect("the consumer shuts down and reports");
-    REDIRECTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(topic.broker());
+    redirect(topic.broker(), None);
     assert!(report.uncommitted.is_empty(), "{report:?}");
     for queue in 0..QUEUES {
         let stored =

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use consumer_core::{Event, MessageQueue, ShutdownReport};
-use rocketmq_tests::scenario::{GROUP, TOPIC, quiet_config};
+use rocketmq_tests::scenario::{GROUP, TOPIC, events_where, quiet_config};
 use rocketmq_tests::world::World;
 
 /// When the connection to broker-a drops.
@@ -120,19 +120,16 @@ fn a_broker_that_stays_away_gets_one_retry() {
         "closed {:?} after the drop",
         closed - dropped
     );
-    let failed_commits = world.nodes[0]
-        .events
-        .iter()
-        .filter(|(_, e)| {
-            matches!(
-                e,
-                Event::RequestFailed {
-                    request: "UPDATE_CONSUMER_OFFSET",
-                    ..
-                }
-            )
-        })
-        .count();
+    let failed_commits = events_where(&world, 0, |e| {
+        matches!(
+            e,
+            Event::RequestFailed {
+                request: "UPDATE_CONSUMER_OFFSET",
+                ..
+            }
+        )
+    })
+    .len();
     assert_eq!(
         failed_commits, 10,
         "5 final commits to broker-a, each tried twice"

@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use consumer_core::{Event, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, busy_owner_of_a_moving_queue, offsets_of, quiet_config};
+use rocketmq_tests::scenario::{
+    GROUP, busy_owner_of_a_moving_queue, events_where, offsets_of, quiet_config,
+};
 use rocketmq_tests::world::World;
 
 fn drop_before_the_hand_over_commit() -> (World, usize, MessageQueue) {
@@ -38,19 +40,16 @@ fn drop_before_the_hand_over_commit() -> (World, usize, MessageQueue) {
 #[test]
 fn the_hand_over_commit_goes_again_before_the_lock() {
     let (world, newcomer, queue) = drop_before_the_hand_over_commit();
-    let failed_commits = world.nodes[0]
-        .events
-        .iter()
-        .filter(|(_, e)| {
-            matches!(
-                e,
-                Event::RequestFailed {
-                    request: "UPDATE_CONSUMER_OFFSET",
-                    ..
-                }
-            )
-        })
-        .count();
+    let failed_commits = events_where(&world, 0, |e| {
+        matches!(
+            e,
+            Event::RequestFailed {
+                request: "UPDATE_CONSUMER_OFFSET",
+                ..
+            }
+        )
+    })
+    .len();
     assert_eq!(failed_commits, 1, "the first try failed, the retry did not");
     assert_eq!(
         offsets_of(&world.nodes[newcomer].delivered, &queue),
