@@ -144,10 +144,9 @@ impl Consumer {
                     }
                     Ok(_) => self.report.uncommitted.push(mq),
                     Err(reason) => {
-                        let retried = reason == FailureReason::Disconnected
-                            && self.retry_commit(now, &addr, Retried::Final, &mq, offset);
+                        let lost = reason == FailureReason::Disconnected;
                         self.failed(&addr, name, reason);
-                        if !retried {
+                        if !(lost && self.retry_commit(now, &addr, Retried::Final, &mq, offset)) {
                             self.report.uncommitted.push(mq);
                         }
                     }
@@ -166,11 +165,10 @@ impl Consumer {
                     Err(reason) => {
                         // Lost with its connection: the lock waits for one more try.
                         let lost = reason == FailureReason::Disconnected;
+                        self.failed(&addr, name, reason);
                         if lost && self.retry_commit(now, &addr, Retried::HandOver, &mq, offset) {
-                            self.failed(&addr, name, reason);
                             return;
                         }
-                        self.failed(&addr, name, reason);
                         if lost && self.config.message_model == MessageModel::Clustering {
                             // Its broker stayed away (a crash, say): kept, so a broker that
                             // lost the commits it had not written does not send us back,

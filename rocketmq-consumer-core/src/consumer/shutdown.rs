@@ -1,6 +1,6 @@
 //! Graceful shutdown after the drain: final commits (each sent once more after a lost
-//! connection: `commit_retry`), unregistration, the orderly unlocks once the offsets are stored, and the
-//! report.
+//! connection: `commit_retry`), unregistration, the orderly unlocks once the offsets are
+//! stored, and the report.
 
 use std::time::Instant;
 

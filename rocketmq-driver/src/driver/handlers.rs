@@ -77,20 +77,17 @@ impl<R: Runtime> Handlers<R> {
             let now = self.runtime.now();
             self.inline.last_end = Some(now);
             self.inline.took(now.saturating_duration_since(started));
-            if let Started::Done(outcome) = run {
+            (run, Some(now))
+        } else {
+            (handler.start(messages, None), None)
+        };
+        let run = match started {
+            (Started::Done(outcome), now) => {
+                let now = now.unwrap_or_else(|| self.runtime.now());
                 consumer.complete(now, id, outcome);
                 return;
             }
-            run
-        } else {
-            handler.start(messages, None)
-        };
-        let run = match started {
-            Started::Done(outcome) => {
-                consumer.complete(self.runtime.now(), id, outcome);
-                return;
-            }
-            Started::Running(run) => run,
+            (Started::Running(run), _) => run,
         };
         let inputs = self.inputs.clone();
         self.runtime.spawn(Box::pin(async move {
