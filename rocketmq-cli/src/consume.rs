@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use driver::{ConsumeOutcome, Message, Runtime, ShutdownReport};
+use driver::{ConsumeOutcome, Messages, Runtime, ShutdownReport};
 use futures_channel::{mpsc, oneshot};
 use futures_util::StreamExt;
 use futures_util::future::{self, Either};
@@ -192,8 +192,8 @@ async fn run<R: Runtime>(
 fn printing_handler(
     tx: mpsc::UnboundedSender<Item>,
     unprinted: ConsumeOutcome,
-) -> impl Fn(Vec<Message>) -> future::BoxFuture<'static, ConsumeOutcome> + Send + Sync + 'static {
-    move |messages: Vec<Message>| {
+) -> impl Fn(Messages) -> future::BoxFuture<'static, ConsumeOutcome> + Send + Sync + 'static {
+    move |messages: Messages| {
         let tx = tx.clone();
         Box::pin(async move {
             let mut outcome = ConsumeOutcome::Success;

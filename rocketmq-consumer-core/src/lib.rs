@@ -55,6 +55,7 @@ mod id;
 mod link;
 mod liveness;
 mod membership;
+pub mod messages;
 pub mod namespace;
 pub mod output;
 pub mod pop;
@@ -70,6 +71,7 @@ mod timer;
 
 pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageModel};
 pub use consumer::{Consumer, RETRY_TOPIC_PREFIX};
+pub use messages::Messages;
 pub use output::{
     ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled, RequestId,
     ShutdownReport, Wire,

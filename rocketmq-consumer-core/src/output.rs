@@ -4,6 +4,7 @@ use proto::message::Message;
 use proto::{Command, MessageQueue, ResponseCode};
 
 use crate::id::Epoch;
+use crate::messages::Messages;
 
 /// A connection, named by the consumer. The driver opens it on [`Wire::Connect`] and reports
 /// its fate with `handle_connected` / `handle_disconnected`.
@@ -32,7 +33,7 @@ pub struct Delivery {
     /// The queue the messages came from.
     pub queue: MessageQueue,
     /// One or more messages (`consume_batch_size`), in queue order.
-    pub messages: Vec<Message>,
+    pub messages: Messages,
 }
 
 /// The handler's verdict on a delivery.

@@ -13,8 +13,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use consumer_core::ConsumeOutcome;
-use proto::message::Message;
+use consumer_core::{ConsumeOutcome, Messages};
 
 use crate::runtime::BoxFuture;
 
@@ -24,7 +23,7 @@ pub(crate) type Handler = Box<dyn Handle + Send>;
 /// Boxes `handler` (a push consumer's) as the driver runs it.
 pub(crate) fn boxed<F, Fut>(handler: F) -> Handler
 where
-    F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+    F: Fn(Messages) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ConsumeOutcome> + Send + 'static,
 {
     Box::new(Reusing {
@@ -38,7 +37,7 @@ pub(crate) trait Handle {
     /// Makes the handler's future for `messages` and, with `first_poll`, polls it once in
     /// that context. A handler that panics, making its future or in that poll, is done with
     /// [`ConsumeOutcome::ReconsumeLater`], so its messages come again.
-    fn start(&mut self, messages: Vec<Message>, first_poll: Option<&mut Context<'_>>) -> Started;
+    fn start(&mut self, messages: Messages, first_poll: Option<&mut Context<'_>>) -> Started;
 }
 
 /// Where a delivery's handler stands after [`Handle::start`].
@@ -58,10 +57,10 @@ struct Reusing<F, Fut> {
 
 impl<F, Fut> Handle for Reusing<F, Fut>
 where
-    F: Fn(Vec<Message>) -> Fut,
+    F: Fn(Messages) -> Fut,
     Fut: Future<Output = ConsumeOutcome> + Send + 'static,
 {
-    fn start(&mut self, messages: Vec<Message>, first_poll: Option<&mut Context<'_>>) -> Started {
+    fn start(&mut self, messages: Messages, first_poll: Option<&mut Context<'_>>) -> Started {
         let made = std::panic::catch_unwind(AssertUnwindSafe(|| (self.handler)(messages)));
         let Ok(future) = made else {
             return Started::Done(ConsumeOutcome::ReconsumeLater);
@@ -117,7 +116,7 @@ mod tests {
 
     fn first_poll(handle: &mut dyn Handle) -> Started {
         let mut cx = Context::from_waker(noop_waker_ref());
-        handle.start(Vec::new(), Some(&mut cx))
+        handle.start(Messages::default(), Some(&mut cx))
     }
 
     fn spare_at<F, Fut>(reusing: &Reusing<F, Fut>) -> Option<*const Option<Fut>> {
@@ -127,7 +126,7 @@ mod tests {
     #[test]
     fn a_future_done_on_its_first_poll_leaves_its_box_for_the_next() {
         let mut reusing = Reusing {
-            handler: |_: Vec<Message>| async { ConsumeOutcome::Success },
+            handler: |_: Messages| async { ConsumeOutcome::Success },
             spare: None,
         };
         assert!(matches!(
@@ -148,7 +147,7 @@ mod tests {
         let mut reusing = Reusing {
             handler: {
                 let senders = Arc::clone(&senders);
-                move |_: Vec<Message>| {
+                move |_: Messages| {
                     let (tx, rx) = oneshot::channel();
                     senders.lock().expect("not poisoned").push(tx);
                     async move { rx.await.unwrap_or(ConsumeOutcome::ReconsumeLater) }
@@ -164,7 +163,7 @@ mod tests {
         assert!(tx.send(ConsumeOutcome::Success).is_ok());
         assert_eq!(rest.now_or_never(), Some(ConsumeOutcome::Success));
         // Not polled here: boxed as it is, and it runs to its end on its own.
-        let Started::Running(unpolled) = reusing.start(Vec::new(), None) else {
+        let Started::Running(unpolled) = reusing.start(Messages::default(), None) else {
             panic!("not polled, so running");
         };
         let tx = senders.lock().expect("not poisoned").pop().expect("made");
@@ -178,7 +177,7 @@ mod tests {
     #[test]
     fn a_handler_that_panics_is_reconsumed_later() {
         let mut making = Reusing {
-            handler: |_: Vec<Message>| -> std::future::Ready<ConsumeOutcome> {
+            handler: |_: Messages| -> std::future::Ready<ConsumeOutcome> {
                 panic!("making the future")
             },
             spare: None,
@@ -188,7 +187,7 @@ mod tests {
             Started::Done(ConsumeOutcome::ReconsumeLater)
         ));
         let mut polling = Reusing {
-            handler: |_: Vec<Message>| async {
+            handler: |_: Messages| async {
                 panic!("on the first poll");
                 #[allow(unreachable_code)]
                 ConsumeOutcome::Success

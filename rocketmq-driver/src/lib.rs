@@ -78,7 +78,7 @@ pub use consumer_core::stats::{
 };
 pub use consumer_core::{
     ConfigError, ConsumeFrom, ConsumeOutcome, ConsumerConfig, Credentials, Event, FailureReason,
-    MessageQueue, ShutdownReport, SignatureAlgorithm,
+    MessageQueue, Messages, ShutdownReport, SignatureAlgorithm,
 };
 pub use control::{CommitReport, ControlError};
 /// The rustls the `tls` feature uses, for [`Tls::rustls_client_config`]'s types.
@@ -102,9 +102,9 @@ pub mod prelude {
     pub use crate::{
         CommitReport, ConfigError, ConnectionState, ConnectionStats, ConsumeFrom, ConsumeOutcome,
         ConsumerConfig, ConsumerStats, ControlError, Credentials, DriverStopped, Event,
-        FailureReason, Latency, Message, MessageQueue, ProducerConfig, ProducerMessage, QueueStats,
-        RateLimit, RunningConsumer, Runtime, SendError, SendResult, SendStatus, ShutdownReport,
-        SignatureAlgorithm, Strategy,
+        FailureReason, Latency, Message, MessageQueue, Messages, ProducerConfig, ProducerMessage,
+        QueueStats, RateLimit, RunningConsumer, Runtime, SendError, SendResult, SendStatus,
+        ShutdownReport, SignatureAlgorithm, Strategy,
     };
 }
 

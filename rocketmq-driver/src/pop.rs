@@ -14,8 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use consumer_core::pop::{PopConfig, PopEvent, PopMode, PopShutdownReport, PopStats};
-use consumer_core::{ConfigError, ConsumeOutcome, Credentials};
-use proto::message::Message;
+use consumer_core::{ConfigError, ConsumeOutcome, Credentials, Messages};
 
 use crate::DriverStopped;
 use crate::host::{local_ip, since_epoch};
@@ -280,7 +279,7 @@ impl<R: Runtime> PopConsumer<R> {
     /// `ReconsumeLater`.
     pub fn start<F, Fut>(self, handler: F) -> Result<RunningPopConsumer<R>, ConfigError>
     where
-        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        F: Fn(Messages) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ConsumeOutcome> + Send + 'static,
     {
         let handler: PopHandler = Arc::new(move |messages| Box::pin(handler(messages)));

@@ -17,10 +17,9 @@ use consumer_core::pop::{
     PopConsumer, PopDeliveryId, PopEvent, PopMessage, PopOutput, PopShutdownReport, PopStats,
     Receipt,
 };
-use consumer_core::{ConsumeOutcome, FailureReason};
+use consumer_core::{ConsumeOutcome, FailureReason, Messages};
 use futures_channel::{mpsc, oneshot};
 use futures_util::FutureExt;
-use proto::message::Message;
 
 use crate::driver::conns::Conns;
 use crate::driver::wake::{self, Wake, Woken};
@@ -28,7 +27,7 @@ use crate::runtime::{BoxFuture, Runtime};
 use crate::transport::Connector;
 
 /// A push-mode handler, boxed once.
-pub(crate) type PopHandler = Arc<dyn Fn(Vec<Message>) -> BoxFuture<ConsumeOutcome> + Send + Sync>;
+pub(crate) type PopHandler = Arc<dyn Fn(Messages) -> BoxFuture<ConsumeOutcome> + Send + Sync>;
 
 /// An observer of the pop consumer's events.
 pub(crate) type PopEventSink = Arc<dyn Fn(&PopEvent) + Send + Sync>;
@@ -178,7 +177,7 @@ impl<R: Runtime> PopDriver<R> {
                         let handler = Arc::clone(handler);
                         let tx = inputs_tx.clone();
                         let id = delivery.id;
-                        let messages: Vec<Message> =
+                        let messages: Messages =
                             delivery.messages.into_iter().map(|m| m.message).collect();
                         runtime.spawn(Box::pin(async move {
                             let outcome = AssertUnwindSafe(async move { handler(messages).await })

@@ -5,8 +5,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use consumer_core::config::ConsumeMode;
-use consumer_core::{ConfigError, ConsumeOutcome, ConsumerStats, Event, MessageQueue};
-use proto::message::Message;
+use consumer_core::{ConfigError, ConsumeOutcome, ConsumerStats, Event, MessageQueue, Messages};
 
 use crate::control::ControlError;
 use crate::input::{EventSink, Input, PullCommand};
@@ -71,7 +70,7 @@ impl<R: Runtime> PushConsumer<R> {
     /// [`RunningConsumer::shutdown`].
     pub fn start_concurrently<F, Fut>(self, handler: F) -> RunningConsumer
     where
-        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        F: Fn(Messages) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ConsumeOutcome> + Send + 'static,
     {
         self.start(ConsumeMode::Concurrent, handler)
@@ -90,7 +89,7 @@ impl<R: Runtime> PushConsumer<R> {
     /// panics counts as `ReconsumeLater`.
     pub fn start_orderly<F, Fut>(self, handler: F) -> RunningConsumer
     where
-        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        F: Fn(Messages) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ConsumeOutcome> + Send + 'static,
     {
         self.start(ConsumeMode::Orderly, handler)
@@ -98,7 +97,7 @@ impl<R: Runtime> PushConsumer<R> {
 
     fn start<F, Fut>(self, mode: ConsumeMode, handler: F) -> RunningConsumer
     where
-        F: Fn(Vec<Message>) -> Fut + Send + Sync + 'static,
+        F: Fn(Messages) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ConsumeOutcome> + Send + 'static,
     {
         let handler = crate::handler::boxed(handler);

@@ -578,7 +578,7 @@ async fn push<R: driver::Runtime>(
         .build()
         .expect("the consumer's configuration is valid");
     let counting = Arc::clone(tally);
-    let handler = move |messages: Vec<driver::Message>| {
+    let handler = move |messages: driver::Messages| {
         let bytes: u64 = messages.iter().map(|m| m.body().len() as u64).sum();
         counting.count(messages.len() as u64, bytes);
         async { driver::ConsumeOutcome::Success }

@@ -549,7 +549,7 @@ async fn push<R: driver::Runtime>(
         builder
             .build()
             .expect("the consumer's configuration is valid")
-            .start_concurrently(move |messages: Vec<driver::Message>| {
+            .start_concurrently(move |messages: driver::Messages| {
                 // Counted as the handler gets them (nothing cloned a call); the work, if any,
                 // is done in the handler's future, where the consumer runs it.
                 let bytes: u64 = messages.iter().map(|m| m.body().len() as u64).sum();

@@ -134,7 +134,7 @@ async fn drain_pull(namesrv: &str, topic: &str, total: u64) -> Duration {
         .consume_from(rocketmq_tokio::ConsumeFrom::First)
         .build()
         .expect("the consumer's configuration is valid")
-        .start_concurrently(move |messages: Vec<rocketmq_tokio::Message>| {
+        .start_concurrently(move |messages: rocketmq_tokio::Messages| {
             count(messages.len() as u64);
             async { rocketmq_tokio::ConsumeOutcome::Success }
         });
@@ -159,7 +159,7 @@ async fn drain_pop(namesrv: &str, topic: &str, total: u64, members: usize) -> Du
                 .max_cached(256, 64 << 20)
                 .build()
                 .expect("the pop consumer's configuration is valid")
-                .start(move |messages: Vec<rocketmq_tokio::Message>| {
+                .start(move |messages: rocketmq_tokio::Messages| {
                     count(messages.len() as u64);
                     async { rocketmq_tokio::ConsumeOutcome::Success }
                 })

@@ -256,7 +256,7 @@ impl Consumer {
         self.outputs.push_back(Output::Deliver(Delivery {
             id,
             queue,
-            messages: vec![message],
+            messages: message.into(),
         }));
         None
     }

@@ -60,7 +60,7 @@ impl Consumer {
                     let messages = pq.take_ready(max);
                     let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset()).collect();
                     pq.ack(&offsets);
-                    messages
+                    messages.into_vec()
                 })
                 .unwrap_or_default();
             self.after_queue_change(now, key);

@@ -11,9 +11,9 @@ use std::ops::Bound;
 use std::time::Instant;
 
 use proto::MessageQueue;
-use proto::message::Message;
 
 use crate::id::{Epoch, QueueKey};
+use crate::messages::Messages;
 use crate::output::RequestId;
 use crate::queue::ProcessQueue;
 
@@ -296,7 +296,7 @@ impl QueueTable {
         key: QueueKey,
         max: usize,
         servable: impl FnOnce(&QueueState) -> bool,
-    ) -> Option<(MessageQueue, Epoch, Vec<Message>)> {
+    ) -> Option<(MessageQueue, Epoch, Messages)> {
         let Some(state) = self.by_key.get_mut(&key) else {
             self.ready.remove(&key);
             return None;

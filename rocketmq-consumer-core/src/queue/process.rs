@@ -5,6 +5,8 @@ use std::time::Instant;
 
 use proto::message::Message;
 
+use crate::messages::Messages;
+
 /// Pulled messages of one queue, in offset order, and what has been acknowledged.
 ///
 /// The committable offset is the lowest offset still cached (an unacknowledged message), or one
@@ -83,8 +85,8 @@ impl ProcessQueue {
     }
 
     /// Marks up to `max` ready messages in flight and returns them, lowest offset first.
-    pub fn take_ready(&mut self, max: usize) -> Vec<Message> {
-        let mut out = Vec::with_capacity(max.min(self.ready));
+    pub fn take_ready(&mut self, max: usize) -> Messages {
+        let mut out = Messages::with_capacity(max.min(self.ready));
         let mut i = self.ready_from;
         while out.len() < max && self.ready > 0 {
             let Some(entry) = self.entries.get_mut(i) else {

@@ -311,7 +311,7 @@ pub(crate) fn start_forwarding<R: Runtime, T: Send + 'static>(
     forward: impl Fn(&Message) -> T + Send + Sync + 'static,
 ) -> (RunningConsumer, UnboundedReceiver<T>) {
     let (tx, forwarded) = futures_channel::mpsc::unbounded::<T>();
-    let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+    let running = consumer.start_concurrently(move |messages: Messages| {
         for message in &messages {
             let _ = tx.unbounded_send(forward(message));
         }

@@ -408,7 +408,7 @@ pub(crate) async fn reads_from_the_slave_when_the_master_dies<R: Runtime>(prefix
             })
             .build()
             .expect("the consumer's configuration is valid")
-            .start_concurrently(move |messages: Vec<Message>| {
+            .start_concurrently(move |messages: Messages| {
                 let (gate, deliveries) = (Arc::clone(&gate), deliveries.clone());
                 async move {
                     for message in &messages {

@@ -28,7 +28,7 @@ pub(crate) async fn panicking_handlers_get_their_messages_again<R: Runtime>(pref
         .expect("the consumer's configuration is valid");
     let running = {
         let (calls, acked) = (Arc::clone(&calls), Arc::clone(&acked));
-        consumer.start_orderly(move |messages: Vec<Message>| {
+        consumer.start_orderly(move |messages: Messages| {
             let (calls, acked) = (Arc::clone(&calls), Arc::clone(&acked));
             async move {
                 for message in &messages {

@@ -57,7 +57,7 @@ impl Log {
         let log = self.clone();
         let (consumer, owned) =
             build_tracked(topic, builder::<R>(topic, group, "*", ConsumeFrom::First));
-        let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+        let running = consumer.start_concurrently(move |messages: Messages| {
             if let Ok(mut log) = log.0.lock() {
                 for message in &messages {
                     log.push(Delivery {

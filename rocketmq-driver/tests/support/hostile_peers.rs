@@ -142,7 +142,7 @@ fn start_configured<R: Runtime>(
                 .push((Instant::now(), event.clone()));
         });
     let delivered = Arc::clone(&watch.delivered);
-    let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+    let running = consumer.start_concurrently(move |messages: Messages| {
         delivered
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

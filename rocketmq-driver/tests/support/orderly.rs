@@ -91,7 +91,7 @@ impl Log {
         let log = self.clone();
         let (consumer, owned) =
             build_tracked(topic, builder::<R>(topic, group, "*", ConsumeFrom::First));
-        let running = consumer.start_orderly(move |messages: Vec<Message>| {
+        let running = consumer.start_orderly(move |messages: Messages| {
             let log = log.clone();
             async move {
                 let Some(queue) = messages.first().map(Message::queue_id) else {

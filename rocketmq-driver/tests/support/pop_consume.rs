@@ -61,7 +61,7 @@ fn member<R: Runtime>(
     configure(builder)
         .build()
         .expect("the pop consumer's configuration is valid")
-        .start(move |messages: Vec<Message>| {
+        .start(move |messages: Messages| {
             let (log, took, outcome) = (Arc::clone(&log), Arc::clone(&took), Arc::clone(&outcome));
             async move {
                 let mut result = ConsumeOutcome::Success;

@@ -36,7 +36,7 @@ fn member<R: Runtime>(
     builder
         .build()
         .expect("the consumer's configuration is valid")
-        .start_orderly(move |messages: Vec<Message>| {
+        .start_orderly(move |messages: Messages| {
             let now = R::default().now();
             for m in &messages {
                 push(&delivered, (now, m.queue_id()));

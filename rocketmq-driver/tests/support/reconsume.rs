@@ -55,7 +55,7 @@ pub(crate) async fn failed_messages_retry_then_reach_the_dead_letter_queue<R: Ru
         .max_reconsume_times(1)
         .build()
         .expect("the consumer's configuration is valid")
-        .start_concurrently(move |messages: Vec<Message>| {
+        .start_concurrently(move |messages: Messages| {
             let record = Arc::clone(&record);
             let (fail_once, fail_always) = (fail_once.clone(), fail_always.clone());
             async move {

@@ -94,7 +94,7 @@ fn pop<R: Runtime>(topic: &Topic) -> Reader<R> {
         .invisible_time(POP_INVISIBLE)
         .build()
         .expect("the pop consumer's configuration is valid")
-        .start(move |messages: Vec<Message>| {
+        .start(move |messages: Messages| {
             if let Ok(mut log) = log.lock() {
                 log.extend(messages.iter().map(|m| (body_of(m), Instant::now())));
             }

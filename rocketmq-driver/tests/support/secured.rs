@@ -211,7 +211,7 @@ pub(crate) async fn signed_user_consumes_and_commits<R: Runtime>(prefix: &str) {
     let failed_once = format!("{}/push/0", topic.name);
     let (tx, mut bodies) = futures_channel::mpsc::unbounded::<String>();
     let retried = Arc::new(Mutex::new(false));
-    let running = consumer.start_concurrently(move |messages: Vec<Message>| {
+    let running = consumer.start_concurrently(move |messages: Messages| {
         let mut outcome = ConsumeOutcome::Success;
         for message in &messages {
             let body = body_of(message);
@@ -286,7 +286,7 @@ pub(crate) async fn signed_user_locks_and_lite_pull_commits<R: Runtime>(prefix: 
         .build()
         .expect("the consumer's configuration is valid")
         .on_event(events.observer())
-        .start_orderly(move |messages: Vec<Message>| {
+        .start_orderly(move |messages: Messages| {
             for message in &messages {
                 let _ = tx.unbounded_send(body_of(message));
             }

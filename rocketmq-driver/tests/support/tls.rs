@@ -116,7 +116,7 @@ pub(crate) async fn pop_consumes_over_tls<R: Runtime>(prefix: &str) {
         .tls(trusted())
         .build()
         .expect("the pop consumer's configuration is valid")
-        .start(move |messages: Vec<Message>| {
+        .start(move |messages: Messages| {
             for message in &messages {
                 let _ = tx.unbounded_send(body_of(message));
             }
