@@ -127,6 +127,8 @@ pub(crate) struct Conns<R: Runtime> {
     /// The driver task's waker, as of its last poll of [`Conns::next_event`] or
     /// [`Conns::flush`]: writes made in between register it when a socket is full.
     waker: Option<Waker>,
+    /// Whether [`Conns::send`] encoded a command not yet written.
+    held: bool,
 }
 
 impl<R: Runtime> Conns<R> {
@@ -139,6 +141,7 @@ impl<R: Runtime> Conns<R> {
             tls,
             reads,
             waker: None,
+            held: false,
         }
     }
 
@@ -211,6 +214,16 @@ impl<R: Runtime> Conns<R> {
         NextEvent(self)
     }
 
+    /// The next event if one is there now (frames already read with the last one, above all),
+    /// without waiting.
+    pub(crate) async fn ready_event(&mut self) -> Option<(ConnId, ConnEvent)> {
+        future::poll_fn(|cx| match self.poll_event(cx) {
+            Poll::Ready(event) => Poll::Ready(event),
+            Poll::Pending => Poll::Ready(None),
+        })
+        .await
+    }
+
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<(ConnId, ConnEvent)>> {
         self.write_all(cx);
         let failed = self
@@ -270,6 +283,7 @@ impl<R: Runtime> Conns<R> {
 
     /// Writes what waits on every connection, with the task's waker in `cx`.
     fn write_all(&mut self, cx: &mut Context<'_>) {
+        self.held = false;
         if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             self.waker = Some(cx.waker().clone());
         }
@@ -280,21 +294,37 @@ impl<R: Runtime> Conns<R> {
         }
     }
 
-    /// Encodes `command` and writes it on `conn` at once (what the socket cannot take now is
-    /// kept and written when it can). A command for a connection that is already gone is
-    /// dropped: its loss is on its way to the client, which fails the request. So is one that
-    /// does not encode (larger than a frame may be): the client's request deadline fails it, as
-    /// it would any unanswered request.
+    /// Encodes `command` for `conn`; it is written with what else the task asks in the same
+    /// pass, at [`Conns::write_held`] or [`Conns::flush`] (what the socket cannot take then is
+    /// kept and written when it can). So the pulls that several answers read together make go
+    /// out in one write: on loopback a write costs the sender the broker's receive path and its
+    /// wake-up, and a write a frame was a third of the push consumer's CPU. A command for a
+    /// connection that is already gone is dropped: its loss is on its way to the client, which
+    /// fails the request. So is one that does not encode (larger than a frame may be): the
+    /// client's request deadline fails it, as it would any unanswered request.
     pub(crate) fn send(&mut self, conn: ConnId, command: &Command) {
         let Some(open) = self.open.get_mut(&conn) else {
             return;
         };
-        if frame::encode(command, HeaderEncoding::Json, &mut open.out).is_err() {
+        if frame::encode(command, HeaderEncoding::Json, &mut open.out).is_ok() {
+            self.held = true;
+        }
+    }
+
+    /// Writes what [`Conns::send`] holds, now (the driver does before it runs handlers, so the
+    /// brokers work on the next pulls meanwhile).
+    pub(crate) fn write_held(&mut self) {
+        if !std::mem::take(&mut self.held) {
             return;
         }
         // Written from the driver task, with its waker: called between two of its polls.
         let waker = self.waker.clone().unwrap_or_else(|| Waker::noop().clone());
-        open.write_out(&mut Context::from_waker(&waker));
+        let mut cx = Context::from_waker(&waker);
+        for conn in self.open.values_mut() {
+            if !conn.out.is_empty() {
+                conn.write_out(&mut cx);
+            }
+        }
     }
 
     /// Closes `conn` (the client asked); nothing more is reported of it.

@@ -41,6 +41,12 @@ impl<R: Runtime> Handlers<R> {
         self.inline.new_pass();
     }
 
+    /// Whether this pass may start another delivery: its budget of first polls here is not
+    /// spent (a handler that is not cheap goes to its own task, and takes no budget).
+    pub(super) fn may_start_here(&self) -> bool {
+        self.handler.is_none() || self.inline.left > 0 || !self.inline.cheap()
+    }
+
     /// The driver did other work since the last delivery (wrote a frame, say): the next first
     /// poll's time starts afresh rather than counting it.
     pub(super) fn interrupted(&mut self) {

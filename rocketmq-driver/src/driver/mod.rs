@@ -18,9 +18,10 @@ mod trace;
 mod waiters;
 pub(crate) mod wake;
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use consumer_core::{Consumer, Event, MessageQueue, Output, ShutdownReport};
+use consumer_core::{Consumer, Delivery, Event, MessageQueue, Output, ShutdownReport};
 use futures_channel::{mpsc, oneshot};
 
 use crate::control::ControlError;
@@ -36,6 +37,9 @@ use wake::{Wake, Woken};
 
 /// How long a closing consumer waits for its last message trace records to be sent.
 const TRACE_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
+/// Most connection events fed to the consumer in one pass: those already read when the first
+/// woke the driver (a read of the socket brings several answers when the broker is quick).
+const FEED_AT_ONCE: usize = 32;
 
 /// The task that drives one consumer.
 pub(crate) struct Driver<R: Runtime> {
@@ -84,6 +88,7 @@ impl<R: Runtime> Driver<R> {
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
             report: None,
             waiters: Waiters::default(),
+            deliveries: VecDeque::new(),
         };
         let mut wake = Wake::new(runtime.clone());
         loop {
@@ -92,17 +97,35 @@ impl<R: Runtime> Driver<R> {
             if consumer.is_closed() {
                 break;
             }
-            match wake
-                .next(consumer.poll_timeout(), &mut inputs, &mut io.conns)
-                .await
-            {
+            let deadline = consumer.poll_timeout();
+            let woken = if io.deliveries.is_empty() {
+                wake.next(deadline, &mut inputs, &mut io.conns).await
+            } else {
+                // Deliveries left for the next pass: a look at what came meanwhile, no wait.
+                match wake.ready(deadline, &mut inputs, &mut io.conns).await {
+                    Some(woken) => woken,
+                    None => continue,
+                }
+            };
+            match woken {
                 Woken::Due(now) => consumer.handle_timeout(now),
                 Woken::Input(input) => {
                     // The driver holds a sender itself, so the channel never ends while it runs.
                     let Some(input) = input else { break };
                     io.handle(&mut consumer, runtime.now(), input);
                 }
-                Woken::Conn(conn, event) => wake::feed(&mut consumer, runtime.now(), conn, event),
+                Woken::Conn(conn, event) => {
+                    let now = runtime.now();
+                    wake::feed(&mut consumer, now, conn, event);
+                    // The frames read with it too, before the pass: the pulls their answers
+                    // make then go out in one write (see `Conns::send`).
+                    for _ in 1..FEED_AT_ONCE {
+                        let Some((conn, event)) = io.conns.ready_event().await else {
+                            break;
+                        };
+                        wake::feed(&mut consumer, now, conn, event);
+                    }
+                }
             }
         }
         io.conns.abort_all();
@@ -140,6 +163,8 @@ struct Io<R: Runtime> {
     traces: Option<crate::trace_dispatch::TraceQueue>,
     report: Option<ShutdownReport>,
     waiters: Waiters,
+    /// Deliveries of this pass, run once the consumer's other outputs are carried out.
+    deliveries: VecDeque<Delivery>,
 }
 
 impl<R: Runtime> Io<R> {
@@ -267,16 +292,22 @@ impl<R: Runtime> Io<R> {
 
     /// Carries out everything the consumer asks for, and hands ready messages to a waiting
     /// `Take` (which may make the consumer pull, so its outputs are drained again).
+    ///
+    /// Deliveries wait until the consumer has nothing else to ask: what it asked of the
+    /// brokers by then (the next pulls of every queue whose answer came) is written first, in
+    /// one write, and the handlers run while the brokers work on it. Those the pass has no
+    /// budget of first polls left for wait for the next pass, after a look at the inputs,
+    /// rather than go to tasks of their own.
     fn drain(&mut self, consumer: &mut Consumer) {
         self.handlers.new_pass();
         loop {
             while let Some(output) = consumer.poll_output() {
-                if !matches!(output, Output::Deliver(_)) {
-                    self.handlers.interrupted();
-                }
                 match output {
                     Output::Wire(wire) => self.conns.carry(wire),
-                    Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
+                    Output::Deliver(delivery) => {
+                        self.deliveries.push_back(delivery);
+                        continue;
+                    }
                     Output::Trace(records) => {
                         if let Some(traces) = &mut self.traces {
                             traces.append(records);
@@ -288,6 +319,22 @@ impl<R: Runtime> Io<R> {
                     Output::StoreOffsets(table) => self.store_offsets(&table),
                     Output::Event(event) => self.on_event(event),
                 }
+                self.handlers.interrupted();
+            }
+            if !self.deliveries.is_empty() {
+                self.conns.write_held();
+                self.handlers.interrupted();
+                while self.handlers.may_start_here() {
+                    let Some(delivery) = self.deliveries.pop_front() else {
+                        break;
+                    };
+                    self.handlers.deliver(consumer, delivery);
+                }
+                if self.deliveries.is_empty() {
+                    continue;
+                }
+                self.hooks.end_pass();
+                return;
             }
             if !self.serve_take(consumer) {
                 self.hooks.end_pass();

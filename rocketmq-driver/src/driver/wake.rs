@@ -5,6 +5,8 @@
 //! wheel); the task's inputs; and what happens on its connections, which it then feeds to the
 //! client ([`feed`]).
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::Instant;
 
 use consumer_core::pop::PopConsumer;
@@ -85,6 +87,23 @@ impl<R: Runtime> Wake<R> {
 }
 
 /// A sans-IO client: what a driver task tells it of its connections.
+impl<R: Runtime> Wake<R> {
+    /// What [`Wake::next`] would return now, without waiting: `None` when nothing is there.
+    pub(crate) async fn ready<I>(
+        &mut self,
+        deadline: Option<Instant>,
+        inputs: &mut UnboundedReceiver<I>,
+        conns: &mut Conns<R>,
+    ) -> Option<Woken<I>> {
+        let mut next = std::pin::pin!(self.next(deadline, inputs, conns));
+        future::poll_fn(|cx| match next.as_mut().poll(cx) {
+            Poll::Ready(woken) => Poll::Ready(Some(woken)),
+            Poll::Pending => Poll::Ready(None),
+        })
+        .await
+    }
+}
+
 pub(crate) trait ConnClient {
     fn connected(&mut self, now: Instant, conn: ConnId);
     fn command(&mut self, now: Instant, conn: ConnId, command: Command);
