@@ -10,13 +10,16 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
+use crate::ext_string::ExtString;
+
 /// The `extFields` of a command: ordered, so encoding is deterministic.
 ///
 /// A typed header's keys are its field names, `'static` strings: they are borrowed, not copied,
 /// so encoding a header allocates its values only (a pull request's nine keys were nine
-/// allocations of every pull). Keys read from the wire are owned.
+/// allocations of every pull). Keys read from the wire are owned. Values are [`ExtString`]s,
+/// held inline when short (numbers, most names).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExtFields(BTreeMap<Cow<'static, str>, String>);
+pub struct ExtFields(BTreeMap<Cow<'static, str>, ExtString>);
 
 impl ExtFields {
     /// An empty map.
@@ -25,14 +28,14 @@ impl ExtFields {
     }
 
     /// Sets `key` to `value`, replacing what was there.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<ExtString>) {
         self.0.insert(Cow::Owned(key.into()), value.into());
     }
 
     /// Sets `key`, as read from the wire, to `value`: a key the client reads often (a field
     /// of the answers to pulls, sends, offset queries and pops) is stored as its `'static`
     /// name, not copied.
-    pub(crate) fn insert_read(&mut self, key: &str, value: String) {
+    pub(crate) fn insert_read(&mut self, key: &str, value: ExtString) {
         let key = match interned(key) {
             Some(name) => Cow::Borrowed(name),
             None => Cow::Owned(key.to_owned()),
@@ -42,12 +45,12 @@ impl ExtFields {
 
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        self.0.remove(key)
+        self.0.remove(key).map(ExtString::into_string)
     }
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        self.0.get(key).map(ExtString::as_str)
     }
 
     /// Whether the map has no entries.
@@ -91,7 +94,11 @@ impl ExtFields {
 
 impl FromIterator<(String, String)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
-        Self(iter.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
+        Self(
+            iter.into_iter()
+                .map(|(k, v)| (Cow::Owned(k), ExtString::from(v)))
+                .collect(),
+        )
     }
 }
 
@@ -129,12 +136,12 @@ fn interned(key: &str) -> Option<&'static str> {
 }
 
 /// An entry of [`ExtFields`], as its iterator gives it.
-type Entry<'a> = (&'a Cow<'static, str>, &'a String);
+type Entry<'a> = (&'a Cow<'static, str>, &'a ExtString);
 
 impl<'a> IntoIterator for &'a ExtFields {
     type Item = (&'a str, &'a str);
     type IntoIter = std::iter::Map<
-        std::collections::btree_map::Iter<'a, Cow<'static, str>, String>,
+        std::collections::btree_map::Iter<'a, Cow<'static, str>, ExtString>,
         fn(Entry<'a>) -> (&'a str, &'a str),
     >;
 
@@ -182,7 +189,7 @@ pub trait ExtValue: Sized {
     /// Parses the wire string.
     fn parse_ext(raw: &str) -> Option<Self>;
     /// The wire string.
-    fn to_ext(&self) -> String;
+    fn to_ext(&self) -> ExtString;
 }
 
 impl ExtValue for String {
@@ -190,8 +197,8 @@ impl ExtValue for String {
     fn parse_ext(raw: &str) -> Option<Self> {
         Some(raw.to_owned())
     }
-    fn to_ext(&self) -> String {
-        self.clone()
+    fn to_ext(&self) -> ExtString {
+        ExtString::new(self)
     }
 }
 
@@ -202,8 +209,8 @@ macro_rules! ext_integer {
             fn parse_ext(raw: &str) -> Option<Self> {
                 raw.trim().parse().ok()
             }
-            fn to_ext(&self) -> String {
-                self.to_string()
+            fn to_ext(&self) -> ExtString {
+                ExtString::display(self)
             }
         }
     )*};
@@ -223,8 +230,8 @@ impl ExtValue for bool {
             None
         }
     }
-    fn to_ext(&self) -> String {
-        self.to_string()
+    fn to_ext(&self) -> ExtString {
+        ExtString::new(if *self { "true" } else { "false" })
     }
 }
 

@@ -1,5 +1,7 @@
 //! The JSON header (serialize type 0), as fastjson writes it from `RemotingCommand`.
 
+use std::borrow::Cow;
+
 use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,6 +10,7 @@ use super::FrameError;
 use crate::code::LanguageCode;
 use crate::command::Command;
 use crate::ext::ExtFields;
+use crate::ext_string::ExtString;
 
 #[derive(Deserialize)]
 struct Incoming {
@@ -71,6 +74,100 @@ impl<'de> Deserialize<'de> for IncomingLanguage {
 /// are not copied: `ExtFields::insert_read`).
 struct IncomingExt(ExtFields);
 
+/// An `extFields` key, borrowed from the frame unless it has escapes.
+struct IncomingKey<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for IncomingKey<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = IncomingKey<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                key: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(IncomingKey(Cow::Borrowed(key)))
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(IncomingKey(Cow::Owned(key.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Self::Value, E> {
+                Ok(IncomingKey(Cow::Owned(key)))
+            }
+        }
+        deserializer.deserialize_str(Visit)
+    }
+}
+
+/// An `extFields` value: Java always sends strings; other writers send bare numbers and
+/// booleans, read as their JSON text. Short ones are held inline ([`ExtString`]).
+enum IncomingValue {
+    Null,
+    Scalar(ExtString),
+    /// An array or object, which no header field is.
+    Nested,
+}
+
+impl<'de> Deserialize<'de> for IncomingValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = IncomingValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a scalar")
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+                Ok(IncomingValue::Scalar(ExtString::new(value)))
+            }
+            fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Self::Value, E> {
+                Ok(IncomingValue::Scalar(ExtString::from(value)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+                Ok(IncomingValue::Scalar(ExtString::display(value)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+                Ok(IncomingValue::Scalar(ExtString::display(value)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+                // JSON's text for it, as `serde_json` writes a number (`1.0`, not `1`).
+                let text = Value::from(value).to_string();
+                Ok(IncomingValue::Scalar(ExtString::from(text)))
+            }
+            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
+                Ok(IncomingValue::Scalar(ExtString::new(if value {
+                    "true"
+                } else {
+                    "false"
+                })))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(IncomingValue::Null)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(IncomingValue::Nested)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(IncomingValue::Nested)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
 impl<'de> Deserialize<'de> for IncomingExt {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visit;
@@ -85,16 +182,11 @@ impl<'de> Deserialize<'de> for IncomingExt {
             ) -> Result<Self::Value, A::Error> {
                 use serde::de::Error;
                 let mut ext = ExtFields::new();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match map.next_value::<Value>()? {
-                        Value::Null => {}
-                        Value::String(s) => ext.insert_read(&key, s),
-                        // Java always sends strings; other writers send bare numbers and
-                        // booleans.
-                        value @ (Value::Number(_) | Value::Bool(_)) => {
-                            ext.insert_read(&key, value.to_string())
-                        }
-                        Value::Array(_) | Value::Object(_) => {
+                while let Some(IncomingKey(key)) = map.next_key()? {
+                    match map.next_value::<IncomingValue>()? {
+                        IncomingValue::Null => {}
+                        IncomingValue::Scalar(value) => ext.insert_read(&key, value),
+                        IncomingValue::Nested => {
                             return Err(A::Error::custom(format!(
                                 "extFields.{key} is not a scalar"
                             )));

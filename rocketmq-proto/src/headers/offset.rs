@@ -72,12 +72,11 @@ impl ExtValue for BoundaryType {
         }
     }
 
-    fn to_ext(&self) -> String {
-        match self {
+    fn to_ext(&self) -> crate::ExtString {
+        crate::ExtString::new(match self {
             Self::Lower => "LOWER",
             Self::Upper => "UPPER",
-        }
-        .to_owned()
+        })
     }
 }
 

@@ -108,18 +108,27 @@ fn broken_json_headers_are_refused() {
     let err =
         decode(frame(0, br#"{"code":0,"extFields":{"a":[1]}}"#, &[])).expect_err("array value");
     assert!(err.to_string().contains("extFields.a"), "{err}");
+    let err = decode(frame(0, br#"{"code":0,"extFields":{"b":{"c":1}}}"#, &[]))
+        .expect_err("object value");
+    assert!(err.to_string().contains("extFields.b"), "{err}");
 }
 
 #[test]
 fn json_header_accepts_nulls_and_numbers() {
     // The Rust broker writes explicit nulls; other writers send bare numbers in extFields.
-    let header = br#"{"code":0,"language":null,"remark":null,"extFields":{"offset":12,"ok":true,"gone":null},"flag":1,"opaque":5,"version":474}"#;
+    let header = br#"{"code":0,"language":null,"remark":null,"extFields":{"offset":12,"ok":true,"gone":null,"neg":-3,"f":1.5,"long":"a value longer than twenty-two bytes"},"flag":1,"opaque":5,"version":474}"#;
     let command = decode(frame(0, header, b"body"))
         .expect("valid")
         .expect("whole");
     assert_eq!(command.ext_fields.get("offset"), Some("12"));
     assert_eq!(command.ext_fields.get("ok"), Some("true"));
     assert_eq!(command.ext_fields.get("gone"), None);
+    assert_eq!(command.ext_fields.get("neg"), Some("-3"));
+    assert_eq!(command.ext_fields.get("f"), Some("1.5"));
+    assert_eq!(
+        command.ext_fields.get("long"),
+        Some("a value longer than twenty-two bytes")
+    );
     assert_eq!(&command.body[..], b"body");
 }
 
