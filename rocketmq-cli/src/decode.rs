@@ -5,7 +5,7 @@
 //! hold the v1 or v2 magic code). With `--route` a body is decoded as topic route data instead.
 
 use base64::Engine;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use proto::message::{self, DecodeOptions, Message};
 use proto::{Command, FrameDecoder, ResponseCode};
 use serde_json::{Map, Value, json};
@@ -199,7 +199,7 @@ pub fn message_json(msg: &Message) -> Value {
     Value::Object(object)
 }
 
-fn insert_body(object: &mut Map<String, Value>, body: &Bytes) {
+fn insert_body(object: &mut Map<String, Value>, body: &[u8]) {
     object.insert("body_len".into(), json!(body.len()));
     object.insert(
         "body_sha256".into(),

@@ -324,7 +324,11 @@ mod tests {
         let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset()).collect();
         assert_eq!(offsets, [1_005, 1_006]);
         assert_eq!(next_offset, 1_007);
-        assert!(messages.iter().all(|m| m.topic() == "T" && m.body() == "x"));
+        assert!(
+            messages
+                .iter()
+                .all(|m| m.topic() == "T" && m.body() == b"x")
+        );
 
         let mut bytes = BytesMut::from(&good[..]);
         let second = bytes.len() / 2;

@@ -233,8 +233,8 @@ impl Consumer {
             batch: None,
             broker_name: None,
         };
-        let request = Command::request(RequestCode::SEND_MESSAGE_V2, &header)
-            .with_body(message.body().clone());
+        let request =
+            Command::request(RequestCode::SEND_MESSAGE_V2, &header).with_body(message.body_bytes());
         self.request(now, &addr, request, PendingKind::SendBack(Box::new(back)));
     }
 

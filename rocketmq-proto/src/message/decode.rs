@@ -214,8 +214,6 @@ struct Span {
     start: usize,
     /// `TOTALSIZE`.
     len: u32,
-    /// Where the body ends in the record; it starts at [`HEADER_V4`].
-    body_end: u32,
     layout: RecordLayout,
 }
 
@@ -253,9 +251,8 @@ impl<'a> Pending<'a> {
         let spans = self.spans.get(..self.len).unwrap_or_default();
         out.extend(spans.iter().map(|span| {
             let start = span.start;
-            let body = input.slice(start + HEADER_V4..start + span.body_end as usize);
             let record = input.slice(start..start + span.len as usize);
-            Message::from_validated(record, body, span.layout)
+            Message::from_validated(record, None, span.layout)
         }));
         self.len = 0;
     }
@@ -320,6 +317,8 @@ fn fast_record(
     }
     // Every offset is at most `total`, a non-negative `i32`, so none truncates.
     let layout = RecordLayout {
+        body_start: HEADER_V4 as u32,
+        body_len: body_len as u32,
         topic_start: topic_start as u32,
         topic_len: topic_len as u32,
         properties_start: properties_start as u32,
@@ -327,7 +326,6 @@ fn fast_record(
     Some(Span {
         start,
         len: total as u32,
-        body_end: body_end as u32,
         layout,
     })
 }
@@ -346,20 +344,14 @@ struct Validated {
     /// `TOTALSIZE`, which equals the bytes the fields take.
     len: usize,
     layout: RecordLayout,
-    /// Where the stored body is in the record.
-    body_start: usize,
-    body_end: usize,
     sys_flag: i32,
     /// The body, when it was stored compressed.
     decompressed: Option<Bytes>,
 }
 
 fn message_at(input: &Bytes, start: usize, record: Validated) -> Message {
-    let body = match record.decompressed {
-        Some(body) => body,
-        None => input.slice(start + record.body_start..start + record.body_end),
-    };
-    Message::from_validated(input.slice(start..start + record.len), body, record.layout)
+    let record_bytes = input.slice(start..start + record.len);
+    Message::from_validated(record_bytes, record.decompressed, record.layout)
 }
 
 /// Checks the record starting at `start` of `input` field by field, as Java's
@@ -438,6 +430,8 @@ fn validate_record(
     };
     // Every offset is at most `len`, which equals a non-negative `i32`, so none truncates.
     let layout = RecordLayout {
+        body_start: body_start as u32,
+        body_len: body_len as u32,
         topic_start: topic_start as u32,
         topic_len: topic_len as u32,
         properties_start: properties_start as u32,
@@ -445,8 +439,6 @@ fn validate_record(
     Ok(Validated {
         len,
         layout,
-        body_start,
-        body_end: body_start + body_len,
         sys_flag,
         decompressed,
     })
@@ -462,8 +454,9 @@ fn unwrap_inner_batch(outer: &Message, out: &mut Vec<Message>) -> Result<(), Mes
     let first = out.len();
     let mut position = 0;
     let mut index = 0_i64;
-    while position < outer.body().len() {
-        let (entry, len) = match decode_batch_entry(outer.body(), position) {
+    let body = outer.body_bytes();
+    while position < body.len() {
+        let (entry, len) = match decode_batch_entry(&body, position) {
             Ok(decoded) => decoded,
             Err(kind) => {
                 out.truncate(first);
@@ -703,11 +696,8 @@ mod tests {
                 let span = fast_record(&body, position, &options, &crc).unwrap();
                 let checked = validate_record(&body, position, &options).unwrap();
                 assert_eq!(span.len as usize, checked.len);
+                // The layout places the body too.
                 assert_eq!(span.layout, checked.layout);
-                assert_eq!(
-                    (HEADER_V4, span.body_end as usize),
-                    (checked.body_start, checked.body_end)
-                );
                 position += checked.len;
             }
         }

@@ -37,7 +37,7 @@
 //! assert!(batch.error.is_none());
 //! let msg = &batch.messages[0];
 //! assert_eq!((msg.topic(), msg.queue_offset(), msg.tags()), ("T", 5, Some("A")));
-//! assert_eq!((msg.body().as_ref(), msg.msg_id().as_str()), (&b"hi"[..], "X"));
+//! assert_eq!((msg.body(), msg.msg_id().as_str()), (&b"hi"[..], "X"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -133,13 +133,24 @@ pub struct Message {
     /// the same header layout and no body bytes.
     record: Bytes,
     /// The body, decompressed.
-    body: Bytes,
+    body: Body,
     /// `u32` is enough: a record is at most `i32::MAX` bytes (`TOTALSIZE`), and a rebuilt one
     /// holds a header, a topic and a property string of at most `i16::MAX` bytes each.
     topic_start: u32,
     topic_len: u32,
     /// The property string runs from here to the end of `record`.
     properties_start: u32,
+}
+
+/// Where a message's body is. Most bodies are a range of the record they were decoded with,
+/// so cloning or dropping a message touches one reference count, not two (a clone and a drop
+/// of each message on the consumer's path, a tenth of its time as two counts).
+#[derive(Clone)]
+enum Body {
+    /// `record[start..start + len]`.
+    InRecord { start: u32, len: u32 },
+    /// Decompressed, or kept from before a rebuild of the record.
+    Own(Bytes),
 }
 
 /// Field offsets in a stored record (`remoting-protocol.md` §5.1, `MessageDecoder`'s
@@ -199,7 +210,7 @@ impl Message {
         }
         let mut record = Vec::with_capacity(header.len() + topic.len() + properties.len());
         record.extend_from_slice(&header);
-        *self = Self::rebuilt(record, self.body.clone(), &topic, &properties);
+        *self = Self::rebuilt(record, self.body_bytes(), &topic, &properties);
     }
 
     /// Replaces the queue offset, as Java's consumer does for a static topic's logical queue
@@ -214,7 +225,7 @@ impl Message {
         }
         let mut record = Vec::with_capacity(header.len() + topic.len() + properties.len());
         record.extend_from_slice(&header);
-        *self = Self::rebuilt(record, self.body.clone(), &topic, &properties);
+        *self = Self::rebuilt(record, self.body_bytes(), &topic, &properties);
     }
 
     /// Removes property `name`, returning whether it was there. Rewrites the record when it
@@ -304,8 +315,28 @@ impl Message {
     }
 
     /// The body, decompressed.
-    pub fn body(&self) -> &Bytes {
-        &self.body
+    pub fn body(&self) -> &[u8] {
+        match &self.body {
+            Body::InRecord { start, len } => {
+                let start = *start as usize;
+                self.record
+                    .get(start..start + *len as usize)
+                    .expect("the body range was checked against the record at decode")
+            }
+            Body::Own(body) => body,
+        }
+    }
+
+    /// The body as [`Bytes`] sharing the message's buffer (no copy), to keep beyond the
+    /// message.
+    pub fn body_bytes(&self) -> Bytes {
+        match &self.body {
+            Body::InRecord { start, len } => {
+                let start = *start as usize;
+                self.record.slice(start..start + *len as usize)
+            }
+            Body::Own(body) => body.clone(),
+        }
     }
 
     /// The length of the body as stored, before decompression.
@@ -462,13 +493,20 @@ impl Message {
         let header = self.header();
         let mut record = Vec::with_capacity(header.len() + topic.len() + properties.len());
         record.extend_from_slice(header);
-        *self = Self::rebuilt(record, self.body.clone(), topic, properties);
+        *self = Self::rebuilt(record, self.body_bytes(), topic, properties);
     }
 
     /// The message of a record [`decode`] validated, `record` holding exactly its bytes, with
     /// its body (decompressed when it was stored compressed).
     #[inline(always)]
-    fn from_validated(record: Bytes, body: Bytes, layout: RecordLayout) -> Self {
+    fn from_validated(record: Bytes, body: Option<Bytes>, layout: RecordLayout) -> Self {
+        let body = match body {
+            Some(decompressed) => Body::Own(decompressed),
+            None => Body::InRecord {
+                start: layout.body_start,
+                len: layout.body_len,
+            },
+        };
         Self {
             record,
             body,
@@ -523,7 +561,7 @@ impl Message {
         record.extend_from_slice(properties);
         Self {
             record: Bytes::from(record),
-            body,
+            body: Body::Own(body),
             topic_start,
             topic_len: offset(topic.len()),
             properties_start,
@@ -566,6 +604,9 @@ impl fmt::Debug for Message {
 /// ends the record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct RecordLayout {
+    /// The stored body (used when it was not compressed).
+    body_start: u32,
+    body_len: u32,
     topic_start: u32,
     topic_len: u32,
     properties_start: u32,

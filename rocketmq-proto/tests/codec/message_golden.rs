@@ -138,7 +138,7 @@ fn zlib_body_next_to_a_plain_one() {
         (1, 0, 0)
     );
     assert_eq!(plain.sys_flag(), 0);
-    assert_eq!(plain.body().as_ref(), b"hello from python");
+    assert_eq!(plain.body(), b"hello from python");
     assert_eq!(plain.body_crc(), 1_460_751_722);
     assert_eq!(plain.tags(), Some("TagA"));
     assert_eq!(plain.keys(), Some("k1 k2"));
@@ -154,7 +154,7 @@ fn zlib_body_next_to_a_plain_one() {
     assert_eq!(zipped.stored_compression(), Some(Compression::Zlib));
     assert_eq!(zipped.stored_body_len(), 47);
     assert_eq!(zipped.body().len(), 5_500);
-    assert_eq!(zipped.body(), &"compressed ".repeat(500));
+    assert_eq!(zipped.body(), "compressed ".repeat(500).as_bytes());
     // The CRC covers the 47 stored (compressed) bytes, and it verified during decoding.
     assert_eq!(zipped.body_crc(), 1_939_643_678);
     assert_ne!(zipped.body_crc(), masked_crc(zipped.body()));
@@ -181,7 +181,7 @@ fn retry_delivery_restores_its_topic() {
     assert_eq!((msg.queue_id(), msg.queue_offset()), (0, 0));
     assert_eq!(msg.commit_log_offset(), 6_076);
     assert_eq!(msg.offset_msg_id(), "7F000001000051AF00000000000017BC");
-    assert_eq!(msg.body().as_ref(), b"m0");
+    assert_eq!(msg.body(), b"m0");
     assert_eq!(msg.tags(), Some("a"));
     assert_eq!(msg.property(property::RETRY_TOPIC), Some("caps-test"));
     assert_eq!(
@@ -210,7 +210,7 @@ fn retry_delivery_restores_its_topic() {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
     assert_eq!(properties_after, properties_before);
-    assert_eq!(msg.body().as_ref(), b"m0");
+    assert_eq!(msg.body(), b"m0");
     assert_eq!(msg.reconsume_times(), 1);
     assert_eq!(msg.offset_msg_id(), "7F000001000051AF00000000000017BC");
 }
@@ -253,7 +253,7 @@ fn worked_example_decodes() {
     let msg = message::decode_message(&record, &DecodeOptions::default().with_verify_crc(true))
         .expect("the worked example is valid");
     assert_eq!(msg.topic(), "T");
-    assert_eq!(msg.body().as_ref(), b"hi");
+    assert_eq!(msg.body(), b"hi");
     assert_eq!(msg.body_crc(), masked_crc(b"hi"));
     assert_eq!(
         (msg.queue_id(), msg.queue_offset(), msg.commit_log_offset()),

@@ -142,7 +142,7 @@ fn truncating_the_second_record_keeps_the_first() {
     for cut in first + 1..body.len() {
         let batch = decode(&body[..cut]);
         assert_eq!(batch.messages.len(), 1);
-        assert_eq!(batch.messages[0].body().as_ref(), b"one");
+        assert_eq!(batch.messages[0].body(), b"one");
         assert_eq!(batch.error.expect("truncated").position, first);
     }
 }
@@ -385,7 +385,7 @@ fn broken_inner_batches_report_the_outer_record_whole() {
         1,
         "only the record before; no partial inner batch"
     );
-    assert_eq!(batch.messages[0].body().as_ref(), b"before");
+    assert_eq!(batch.messages[0].body(), b"before");
     let error = batch.error.unwrap();
     assert_eq!(error.position, before.len());
     match error.kind {

@@ -342,7 +342,7 @@ fn inner_batches_unwrap_like_java() {
     let batch = message::decode_messages(&body, &DecodeOptions::default());
     assert_eq!(batch.error, None);
     assert_eq!(batch.messages.len(), 4);
-    assert_eq!(batch.messages[0].body().as_ref(), b"plain");
+    assert_eq!(batch.messages[0].body(), b"plain");
     for (i, (msg, sent)) in batch.messages[1..].iter().zip(&inner).enumerate() {
         assert_eq!(msg.topic(), "batched");
         assert_eq!(msg.queue_id(), 2);
@@ -399,7 +399,7 @@ fn set_topic_and_properties_keep_every_other_field() {
         msg.properties().collect::<Vec<_>>(),
         [("A", "new"), (property::CONSUME_START_TIME, "123")]
     );
-    assert_eq!(msg.body().as_ref(), b"payload");
+    assert_eq!(msg.body(), b"payload");
     assert_eq!(msg.stored_body_len(), original.stored_body_len());
     assert_eq!(msg.stored_compression(), Some(Compression::Zstd));
     assert_eq!(msg.offset_msg_id(), original.offset_msg_id());

@@ -165,7 +165,7 @@ fn consume_message_directly_runs_the_handler_and_answers_its_result() {
     let (_, d) = &direct[0];
     assert_eq!(d.messages.len(), 1);
     let m = &d.messages[0];
-    assert_eq!(m.body().as_ref(), b"direct one");
+    assert_eq!(m.body(), b"direct one");
     assert_eq!(m.topic(), TOPIC);
     assert_eq!(m.msg_id(), uniq);
     assert_eq!(m.queue_offset(), 42);

@@ -148,16 +148,13 @@ fn retry_with_consumed_k_acknowledges_the_first_k_and_sends_back_the_rest() {
         .into_iter()
         .map(|m| m.body)
         .collect();
-    let expected: Vec<_> = batch.messages[2..]
-        .iter()
-        .map(|m| m.body().clone())
-        .collect();
+    let expected: Vec<_> = batch.messages[2..].iter().map(|m| m.body_bytes()).collect();
     assert_eq!(
         stored, expected,
         "the retry topic holds exactly offsets 2 and 3"
     );
     let again = messages_of(&world.nodes[0].delivered, &retry);
-    let bodies: Vec<_> = again.iter().map(|m| m.body().clone()).collect();
+    let bodies: Vec<_> = again.iter().map(|m| m.body_bytes()).collect();
     assert_eq!(bodies, expected, "redelivered from the retry topic");
     assert!(
         again

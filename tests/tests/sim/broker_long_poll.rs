@@ -40,7 +40,7 @@ fn held_pull_is_answered_by_a_new_message() {
     assert_eq!(response.response_code(), ResponseCode::SUCCESS);
     let batch = decode_messages(&response.body, &DecodeOptions::default());
     assert_eq!(batch.messages.len(), 1);
-    assert_eq!(batch.messages[0].body().as_ref(), b"late");
+    assert_eq!(batch.messages[0].body(), b"late");
     let header: PullMessageResponse = response.header().expect("header");
     assert_eq!(header.next_begin_offset, 1);
     assert_eq!(h.cluster.held_pulls("broker-b"), 0);

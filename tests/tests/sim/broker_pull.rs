@@ -54,7 +54,7 @@ fn found_returns_decodable_records() {
         assert_eq!(offset, i as i64);
         assert_eq!(message.topic(), "T");
         assert_eq!(message.queue_id(), 1);
-        assert_eq!(message.body().as_ref(), format!("m{i}").as_bytes());
+        assert_eq!(message.body(), format!("m{i}").as_bytes());
         assert_eq!(message.tags(), Some("TagA"));
         assert_eq!(message.commit_log_offset(), info.commit_log_offset);
         assert_eq!(message.unique_key(), info.unique_key());
@@ -151,7 +151,7 @@ fn tags_filter_by_hash_code() {
 
     let response = h.call(C, pull_request(&pull_header("g", &q, 0)));
     let batch = decode_messages(&response.body, &DecodeOptions::default());
-    let bodies: Vec<_> = batch.messages.iter().map(|m| m.body().clone()).collect();
+    let bodies: Vec<_> = batch.messages.iter().map(|m| m.body_bytes()).collect();
     assert_eq!(bodies, [&b"a"[..], &b"c"[..]]);
     // Past the trailing non-matching message too.
     assert_eq!(offsets(&response).next_begin_offset, 5);

@@ -60,7 +60,7 @@ fn send_back_retries_after_the_delay_then_dead_letters() {
     let first_retry = pull_one(&mut h, &retry, 0).expect("due after 10 s");
     assert_eq!(first_retry.topic(), "%RETRY%g");
     assert_eq!(first_retry.reconsume_times(), 1);
-    assert_eq!(first_retry.body().as_ref(), b"payload");
+    assert_eq!(first_retry.body(), b"payload");
     assert_eq!(first_retry.tags(), Some("TagA"));
     assert_eq!(first_retry.unique_key(), Some(unique.as_str()));
     assert_eq!(first_retry.property(property::RETRY_TOPIC), Some("T"));
