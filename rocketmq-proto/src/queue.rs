@@ -12,35 +12,72 @@ use serde::{Deserialize, Serialize};
 /// strings compared by UTF-16 code units as Java's `String.compareTo` does. Rebalancing sorts by
 /// this order, so it must match Java's exactly for a mixed Java/Rust group to agree.
 ///
-/// The names are shared (`Arc<str>`): a queue is cloned into every delivery and event, and a
-/// clone costs two reference counts instead of two allocations.
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// Both names share one `Arc<str>` (the broker name, then the topic): a queue is cloned into
+/// every delivery and event, and a clone costs one reference count (it was two, with an `Arc`
+/// a name, and two allocations before that).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MessageQueue {
-    // Field order is the alphabetical order fastjson writes keys in.
-    broker_name: Arc<str>,
+    /// The broker name followed by the topic.
+    names: Arc<str>,
+    /// Where the topic starts in `names`.
+    topic_start: usize,
     queue_id: i32,
-    topic: Arc<str>,
+}
+
+/// A queue as fastjson writes it: its members in alphabetical order.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire<'a> {
+    #[serde(borrow)]
+    broker_name: std::borrow::Cow<'a, str>,
+    queue_id: i32,
+    #[serde(borrow)]
+    topic: std::borrow::Cow<'a, str>,
+}
+
+impl Serialize for MessageQueue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            broker_name: self.broker_name().into(),
+            queue_id: self.queue_id,
+            topic: self.topic().into(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageQueue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = Wire::deserialize(deserializer)?;
+        Ok(Self::new(&wire.topic, &wire.broker_name, wire.queue_id))
+    }
 }
 
 impl MessageQueue {
     /// A queue of `topic` on `broker_name`.
     pub fn new(topic: &str, broker_name: &str, queue_id: i32) -> Self {
+        let mut names = String::with_capacity(broker_name.len() + topic.len());
+        names.push_str(broker_name);
+        names.push_str(topic);
         Self {
-            broker_name: Arc::from(broker_name),
+            names: Arc::from(names),
+            topic_start: broker_name.len(),
             queue_id,
-            topic: Arc::from(topic),
         }
     }
 
     /// The topic.
     pub fn topic(&self) -> &str {
-        &self.topic
+        self.names
+            .get(self.topic_start..)
+            .expect("the topic starts where the broker name ends, at a char boundary")
     }
 
     /// The broker group's name.
     pub fn broker_name(&self) -> &str {
-        &self.broker_name
+        self.names
+            .get(..self.topic_start)
+            .expect("the broker name ends where the topic starts, at a char boundary")
     }
 
     /// The queue id within the broker group.
@@ -59,8 +96,8 @@ pub fn java_string_cmp(a: &str, b: &str) -> Ordering {
 
 impl Ord for MessageQueue {
     fn cmp(&self, other: &Self) -> Ordering {
-        java_string_cmp(&self.topic, &other.topic)
-            .then_with(|| java_string_cmp(&self.broker_name, &other.broker_name))
+        java_string_cmp(self.topic(), other.topic())
+            .then_with(|| java_string_cmp(self.broker_name(), other.broker_name()))
             .then_with(|| self.queue_id.cmp(&other.queue_id))
     }
 }
@@ -77,14 +114,22 @@ impl fmt::Display for MessageQueue {
         write!(
             f,
             "MessageQueue [topic={}, brokerName={}, queueId={}]",
-            self.topic, self.broker_name, self.queue_id
+            self.topic(),
+            self.broker_name(),
+            self.queue_id
         )
     }
 }
 
 impl fmt::Debug for MessageQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}#{}", self.topic, self.broker_name, self.queue_id)
+        write!(
+            f,
+            "{}@{}#{}",
+            self.topic(),
+            self.broker_name(),
+            self.queue_id
+        )
     }
 }
 
