@@ -1,27 +1,17 @@
 //! What the hot path must not allocate, counted by a global allocator. One test in its own
 //! binary: the count is process-wide, so nothing else may run beside it.
 
-use bytes::BytesMut;
-use proto::message::{DecodeOptions, Message, StoredMessage, decode_messages, encode_stored};
+use proto::message::Message;
 use rocketmq_consumer_core::queue::ProcessQueue;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
+#[path = "support/stored.rs"]
+mod stored;
+
+use stored::messages;
+
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
-
-fn messages(offsets: std::ops::Range<i64>) -> Vec<Message> {
-    let mut buf = BytesMut::new();
-    for offset in offsets {
-        let stored = StoredMessage {
-            queue_offset: offset,
-            body: vec![0u8; 10].into(),
-            topic: "T".into(),
-            ..StoredMessage::default()
-        };
-        encode_stored(&stored, &mut buf).expect("valid record");
-    }
-    decode_messages(&buf.freeze(), &DecodeOptions::default()).messages
-}
 
 /// A delivery of one message (`consume_batch_size` 1, the default) is taken from the queue's
 /// cache for the handler without an allocation: the message is held inline in `Messages`.

@@ -15,3 +15,5 @@ mod pop_consumer;
 mod process_queue;
 #[path = "api/producer.rs"]
 mod producer;
+#[path = "support/stored.rs"]
+mod stored;

@@ -2,23 +2,10 @@
 //! whichever way it was built, and a handler may change its messages in place. That one
 //! message is taken without an allocation is pinned in `tests/allocations.rs`.
 
-use bytes::BytesMut;
-use proto::message::{DecodeOptions, Message, StoredMessage, decode_messages, encode_stored};
+use proto::message::Message;
 use rocketmq_consumer_core::Messages;
 
-fn messages(offsets: impl IntoIterator<Item = i64>) -> Vec<Message> {
-    let mut buf = BytesMut::new();
-    for offset in offsets {
-        let stored = StoredMessage {
-            queue_offset: offset,
-            body: vec![0u8; 10].into(),
-            topic: "T".into(),
-            ..StoredMessage::default()
-        };
-        encode_stored(&stored, &mut buf).expect("valid record");
-    }
-    decode_messages(&buf.freeze(), &DecodeOptions::default()).messages
-}
+use crate::stored::messages;
 
 fn offsets(messages: &[Message]) -> Vec<i64> {
     messages.iter().map(Message::queue_offset).collect()

@@ -9,25 +9,11 @@
 mod unit {
     use std::time::Duration;
 
-    use bytes::BytesMut;
-    use proto::message::{DecodeOptions, Message, StoredMessage, decode_messages, encode_stored};
-
+    use proto::message::Message;
     use rocketmq_consumer_core::queue::ProcessQueue;
-    use std::time::Instant;
 
-    fn messages(offsets: impl IntoIterator<Item = i64>) -> Vec<Message> {
-        let mut buf = BytesMut::new();
-        for offset in offsets {
-            let stored = StoredMessage {
-                queue_offset: offset,
-                body: vec![0u8; 10].into(),
-                topic: "T".into(),
-                ..StoredMessage::default()
-            };
-            encode_stored(&stored, &mut buf).expect("valid record");
-        }
-        decode_messages(&buf.freeze(), &DecodeOptions::default()).messages
-    }
+    use crate::stored::messages;
+    use std::time::Instant;
 
     #[test]
     fn committable_is_lowest_unacknowledged() {
