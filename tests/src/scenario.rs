@@ -47,6 +47,16 @@ pub fn busy_owner_of_a_moving_queue(config: WorldConfig) -> (World, MessageQueue
     (world, queue)
 }
 
+/// The end of a hand-over from [`busy_owner_of_a_moving_queue`]: node 0's held deliveries
+/// finish now; five seconds later two more messages go to `queue`, and the world runs five
+/// seconds more, for the new owner to deliver them.
+pub fn finish_then_produce_two(world: &mut World, queue: &MessageQueue) {
+    world.release_held(0, world.now);
+    world.run_until(world.now + Duration::from_secs(5));
+    world.produce_to(queue, 2);
+    world.run_until(world.now + Duration::from_secs(5));
+}
+
 /// The offsets of the messages of `queue` in `delivered` (a node's [`Node::delivered`], or the
 /// part of it after some point), in delivery order.
 ///

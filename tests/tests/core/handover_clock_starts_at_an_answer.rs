@@ -11,7 +11,7 @@ use std::time::Duration;
 use consumer_core::{ConsumerConfig, MessageQueue};
 use proto::{RequestCode, ResponseCode};
 use rocketmq_tests::scenario::{
-    busy_owner_of_a_moving_queue, offsets_of, queue_stats, quiet_config,
+    busy_owner_of_a_moving_queue, finish_then_produce_two, offsets_of, queue_stats, quiet_config,
 };
 use rocketmq_tests::sim::Fault;
 use rocketmq_tests::world::World;
@@ -34,10 +34,7 @@ fn join_while_busy(busy: Duration, meanwhile: fn(&mut World)) -> (World, usize, 
     let newcomer = world.add_consumer();
     meanwhile(&mut world);
     world.run_until(joined + busy);
-    world.release_held(0, world.now);
-    world.run_until(world.now + Duration::from_secs(5));
-    world.produce_to(&queue, 2);
-    world.run_until(world.now + Duration::from_secs(5));
+    finish_then_produce_two(&mut world, &queue);
     (world, newcomer, queue)
 }
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use consumer_core::{Event, MessageQueue};
 use rocketmq_tests::scenario::{
-    GROUP, busy_owner_of_a_moving_queue, events_where, offsets_of, quiet_config,
+    GROUP, busy_owner_of_a_moving_queue, events_where, finish_then_produce_two, offsets_of,
+    quiet_config,
 };
 use rocketmq_tests::world::World;
 
@@ -30,10 +31,7 @@ fn drop_before_the_hand_over_commit() -> (World, usize, MessageQueue) {
         "node 0 is connected to {addr}"
     );
     world.run_until(world.now + Duration::from_millis(100));
-    world.release_held(0, world.now);
-    world.run_until(world.now + Duration::from_secs(5));
-    world.produce_to(&queue, 2);
-    world.run_until(world.now + Duration::from_secs(5));
+    finish_then_produce_two(&mut world, &queue);
     (world, newcomer, queue)
 }
 

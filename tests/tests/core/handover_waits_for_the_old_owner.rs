@@ -8,7 +8,9 @@
 use std::time::Duration;
 
 use consumer_core::{ConsumerConfig, MessageQueue};
-use rocketmq_tests::scenario::{GROUP, busy_owner_of_a_moving_queue, offsets_of, quiet_config};
+use rocketmq_tests::scenario::{
+    GROUP, busy_owner_of_a_moving_queue, finish_then_produce_two, offsets_of, quiet_config,
+};
 use rocketmq_tests::world::World;
 
 /// Hand-overs on, as a user turns them on.
@@ -33,10 +35,7 @@ fn join_while_busy(
     let joined = world.now;
     let newcomer = world.add_consumer();
     world.run_until(joined + BUSY_AFTER_JOIN);
-    world.release_held(0, world.now);
-    world.run_until(world.now + Duration::from_secs(5));
-    world.produce_to(&queue, 2);
-    world.run_until(world.now + Duration::from_secs(5));
+    finish_then_produce_two(&mut world, &queue);
     (world, newcomer, queue)
 }
 
