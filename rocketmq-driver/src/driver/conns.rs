@@ -127,8 +127,6 @@ pub(crate) struct Conns<R: Runtime> {
     /// The driver task's waker, as of its last poll of [`Conns::next_event`] or
     /// [`Conns::flush`]: writes made in between register it when a socket is full.
     waker: Option<Waker>,
-    /// Whether [`Conns::send`] encoded a command not yet written.
-    held: bool,
 }
 
 impl<R: Runtime> Conns<R> {
@@ -141,7 +139,6 @@ impl<R: Runtime> Conns<R> {
             tls,
             reads,
             waker: None,
-            held: false,
         }
     }
 
@@ -214,16 +211,6 @@ impl<R: Runtime> Conns<R> {
         NextEvent(self)
     }
 
-    /// The next event if one is there now (frames already read with the last one, above all),
-    /// without waiting.
-    pub(crate) async fn ready_event(&mut self) -> Option<(ConnId, ConnEvent)> {
-        future::poll_fn(|cx| match self.poll_event(cx) {
-            Poll::Ready(event) => Poll::Ready(event),
-            Poll::Pending => Poll::Ready(None),
-        })
-        .await
-    }
-
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<(ConnId, ConnEvent)>> {
         self.write_all(cx);
         let failed = self
@@ -283,15 +270,10 @@ impl<R: Runtime> Conns<R> {
 
     /// Writes what waits on every connection, with the task's waker in `cx`.
     fn write_all(&mut self, cx: &mut Context<'_>) {
-        self.held = false;
         if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             self.waker = Some(cx.waker().clone());
         }
-        for conn in self.open.values_mut() {
-            if !conn.out.is_empty() || conn.unflushed {
-                conn.write_out(cx);
-            }
-        }
+        write_each(&mut self.open, cx);
     }
 
     /// Encodes `command` for `conn`; it is written with what else the task asks in the same
@@ -306,25 +288,16 @@ impl<R: Runtime> Conns<R> {
         let Some(open) = self.open.get_mut(&conn) else {
             return;
         };
-        if frame::encode(command, HeaderEncoding::Json, &mut open.out).is_ok() {
-            self.held = true;
-        }
+        // Not written here: see above.
+        let _ = frame::encode(command, HeaderEncoding::Json, &mut open.out);
     }
 
     /// Writes what [`Conns::send`] holds, now (the driver does before it runs handlers, so the
     /// brokers work on the next pulls meanwhile).
     pub(crate) fn write_held(&mut self) {
-        if !std::mem::take(&mut self.held) {
-            return;
-        }
         // Written from the driver task, with its waker: called between two of its polls.
-        let waker = self.waker.clone().unwrap_or_else(|| Waker::noop().clone());
-        let mut cx = Context::from_waker(&waker);
-        for conn in self.open.values_mut() {
-            if !conn.out.is_empty() {
-                conn.write_out(&mut cx);
-            }
-        }
+        let waker = self.waker.as_ref().unwrap_or(Waker::noop());
+        write_each(&mut self.open, &mut Context::from_waker(waker));
     }
 
     /// Closes `conn` (the client asked); nothing more is reported of it.
@@ -338,6 +311,15 @@ impl<R: Runtime> Conns<R> {
     pub(crate) fn abort_all(&mut self) {
         for conn in std::mem::take(&mut self.open).into_values() {
             conn.abort_read.abort();
+        }
+    }
+}
+
+/// Writes what waits on each connection in `open`, with the task's waker in `cx`.
+fn write_each<W: AsyncWrite + Unpin>(open: &mut BTreeMap<ConnId, Conn<W>>, cx: &mut Context<'_>) {
+    for conn in open.values_mut() {
+        if !conn.out.is_empty() || conn.unflushed {
+            conn.write_out(cx);
         }
     }
 }

@@ -102,7 +102,7 @@ impl<R: Runtime> Driver<R> {
                 wake.next(deadline, &mut inputs, &mut io.conns).await
             } else {
                 // Deliveries left for the next pass: a look at what came meanwhile, no wait.
-                match wake.ready(deadline, &mut inputs, &mut io.conns).await {
+                match wake::ready_now(wake.next(deadline, &mut inputs, &mut io.conns)).await {
                     Some(woken) => woken,
                     None => continue,
                 }
@@ -120,7 +120,9 @@ impl<R: Runtime> Driver<R> {
                     // The frames read with it too, before the pass: the pulls their answers
                     // make then go out in one write (see `Conns::send`).
                     for _ in 1..FEED_AT_ONCE {
-                        let Some((conn, event)) = io.conns.ready_event().await else {
+                        let Some(Some((conn, event))) =
+                            wake::ready_now(io.conns.next_event()).await
+                        else {
                             break;
                         };
                         wake::feed(&mut consumer, now, conn, event);

@@ -86,24 +86,18 @@ impl<R: Runtime> Wake<R> {
     }
 }
 
-/// A sans-IO client: what a driver task tells it of its connections.
-impl<R: Runtime> Wake<R> {
-    /// What [`Wake::next`] would return now, without waiting: `None` when nothing is there.
-    pub(crate) async fn ready<I>(
-        &mut self,
-        deadline: Option<Instant>,
-        inputs: &mut UnboundedReceiver<I>,
-        conns: &mut Conns<R>,
-    ) -> Option<Woken<I>> {
-        let mut next = std::pin::pin!(self.next(deadline, inputs, conns));
-        future::poll_fn(|cx| match next.as_mut().poll(cx) {
-            Poll::Ready(woken) => Poll::Ready(Some(woken)),
-            Poll::Pending => Poll::Ready(None),
-        })
-        .await
-    }
+/// What `future` gives on one poll, in the task's own context (so the wakers it registers are
+/// the task's, unlike `now_or_never`'s no-op one): `None` when it is not ready.
+pub(crate) async fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    future::poll_fn(|cx| match future.as_mut().poll(cx) {
+        Poll::Ready(output) => Poll::Ready(Some(output)),
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await
 }
 
+/// A sans-IO client: what a driver task tells it of its connections.
 pub(crate) trait ConnClient {
     fn connected(&mut self, now: Instant, conn: ConnId);
     fn command(&mut self, now: Instant, conn: ConnId, command: Command);
