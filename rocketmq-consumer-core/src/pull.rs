@@ -100,7 +100,7 @@ pub(crate) fn interpret(
                 {
                     continue;
                 }
-                if message.topic() == retry_topic
+                if message.topic_is(retry_topic)
                     && let Some(original) = message.property(property::RETRY_TOPIC)
                 {
                     let original = original.to_owned();

@@ -33,7 +33,9 @@ pub struct ConsumerStats {
     /// messages waiting (its last seen max offset was ahead of the pull), so no long-poll
     /// suspension is in them.
     pub pull_latency: Latency,
-    /// Time from delivery to completion.
+    /// Time from delivery to completion, at the times the driver hands in. The driver reads
+    /// its clock once for a few quick handlers in a row, so a quick delivery may read as 0
+    /// (Java's `consumeRT` reads the millisecond clock: most read 0 ms there).
     pub consume_latency: Latency,
     /// Every connection the consumer holds or waits to reopen, in address order.
     pub connections: Vec<ConnectionStats>,

@@ -47,9 +47,13 @@ impl<R: Runtime> Handlers<R> {
         self.handler.is_none() || self.inline.left > 0 || !self.inline.cheap()
     }
 
-    /// The driver did other work since the last delivery (wrote a frame, say): the next first
-    /// poll's time starts afresh rather than counting it.
+    /// The driver is about to do other work (write a frame, say), or ends its pass: the first
+    /// polls not timed yet are timed now, and the next one's time starts afresh rather than
+    /// counting that work.
     pub(super) fn interrupted(&mut self) {
+        if self.inline.untimed > 0 {
+            self.inline.timed(self.runtime.now());
+        }
         self.inline.last_end = None;
     }
 
@@ -74,15 +78,17 @@ impl<R: Runtime> Handlers<R> {
             // The first poll here: a handler that finishes without waiting costs no task, no
             // hand-off to another thread, no completion message and no allocation (see
             // `handler`). One that waits continues on its own task, whose first poll
-            // registers its waker. One clock read a delivery: its time counts from the end of
-            // the one before in this pass (or the pass's start), so the consumer's own small
-            // share of each is counted too.
-            let started = self.inline.last_end.unwrap_or_else(|| self.runtime.now());
+            // registers its waker. A first poll's time counts from the end of the one before
+            // in this pass (or the pass's start), so the consumer's own small share of each
+            // is counted too; quick ones are timed together (`Inline::TIMED_TOGETHER`).
+            if self.inline.last_end.is_none() {
+                self.inline.last_end = Some(self.runtime.now());
+            }
             let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
             let run = handler.start(messages, Some(&mut cx));
-            let now = self.runtime.now();
-            self.inline.last_end = Some(now);
-            self.inline.took(now.saturating_duration_since(started));
+            let now = self
+                .inline
+                .first_polled(matches!(run, Started::Done(_)), || self.runtime.now());
             (run, Some(now))
         } else {
             (handler.start(messages, None), None)
@@ -127,8 +133,10 @@ struct Inline {
     since_probe: u32,
     /// First polls left in this pass.
     left: usize,
-    /// When the last first poll of this pass ended.
+    /// When the clock was last read in this pass: the end of the first polls timed so far.
     last_end: Option<std::time::Instant>,
+    /// First polls run since `last_end`, to be timed together at the next clock read.
+    untimed: u32,
 }
 
 impl Inline {
@@ -136,6 +144,12 @@ impl Inline {
     const PROBE_EVERY: u32 = 64;
     const PROBE_EVERY_MAX: u32 = 1 << 16;
     const PER_PASS: usize = 128;
+    /// Quick first polls in a row share one clock read. A clock read is about as dear as a
+    /// quick handler's whole delivery through the consumer (a twentieth of its CPU at one
+    /// read a delivery), and averaging over a few loses nothing the moving average keeps.
+    /// A first poll that waits, or one while handlers are not cheap (a probe), is timed
+    /// alone and at once.
+    const TIMED_TOGETHER: u32 = 8;
 
     fn new() -> Self {
         Self {
@@ -144,12 +158,42 @@ impl Inline {
             since_probe: 0,
             left: 0,
             last_end: None,
+            untimed: 0,
         }
     }
 
     fn new_pass(&mut self) {
         self.left = Self::PER_PASS;
         self.last_end = None;
+        self.untimed = 0;
+    }
+
+    /// A first poll just ran (`done`: its handler finished): the time the driver hands its
+    /// completion, from `clock` when it is timed now, else the last clock read.
+    fn first_polled(
+        &mut self,
+        done: bool,
+        clock: impl FnOnce() -> std::time::Instant,
+    ) -> std::time::Instant {
+        self.untimed += 1;
+        match self.last_end {
+            Some(last) if done && self.cheap() && self.untimed < Self::TIMED_TOGETHER => last,
+            _ => {
+                let now = clock();
+                self.timed(now);
+                now
+            }
+        }
+    }
+
+    /// The clock read `now`: the first polls since the last read share the time between.
+    fn timed(&mut self, now: std::time::Instant) {
+        if let Some(last) = self.last_end {
+            let each = now.saturating_duration_since(last) / self.untimed.max(1);
+            self.took(each, self.untimed);
+        }
+        self.untimed = 0;
+        self.last_end = Some(now);
     }
 
     fn cheap(&self) -> bool {
@@ -172,14 +216,98 @@ impl Inline {
         true
     }
 
-    fn took(&mut self, time: std::time::Duration) {
+    /// `count` first polls took `each`. They were one probe when first polls were not cheap
+    /// before them (a probe is timed alone).
+    fn took(&mut self, each: std::time::Duration, count: u32) {
         let probing = !self.cheap();
-        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
-        self.average_nanos = self.average_nanos - self.average_nanos / 8 + nanos / 8;
+        let nanos = u64::try_from(each.as_nanos()).unwrap_or(u64::MAX);
+        for _ in 0..count {
+            self.average_nanos = self.average_nanos - self.average_nanos / 8 + nanos / 8;
+        }
         if self.cheap() {
             self.probe_every = Self::PROBE_EVERY;
-        } else if probing && time > Self::CHEAP {
+        } else if probing && each > Self::CHEAP {
             self.probe_every = (self.probe_every * 2).min(Self::PROBE_EVERY_MAX);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    use super::Inline;
+
+    /// An `Inline` in a fresh pass whose clock was read at `start`.
+    fn in_pass(start: Instant) -> Inline {
+        let mut inline = Inline::new();
+        inline.new_pass();
+        inline.last_end = Some(start);
+        inline
+    }
+
+    /// Quick handlers share one clock read per `TIMED_TOGETHER` first polls; the ones between
+    /// complete at the last read, and each is counted with its share of the time.
+    #[test]
+    fn quick_first_polls_share_a_clock_read() {
+        let start = Instant::now();
+        let mut inline = in_pass(start);
+        let reads = Cell::new(0);
+        let read_at = start + Duration::from_micros(8);
+        let clock = || {
+            reads.set(reads.get() + 1);
+            read_at
+        };
+        for _ in 1..Inline::TIMED_TOGETHER {
+            assert_eq!(inline.first_polled(true, clock), start);
+        }
+        assert_eq!(reads.get(), 0, "no clock read before the group is full");
+        assert_eq!(inline.first_polled(true, clock), read_at);
+        assert_eq!(reads.get(), 1);
+        assert_eq!(inline.untimed, 0);
+        assert!(inline.cheap());
+        assert!(inline.average_nanos > 0 && inline.average_nanos <= 1_000);
+    }
+
+    /// A first poll whose handler waits is timed alone and at once: it goes on on its own task.
+    #[test]
+    fn a_waiting_first_poll_reads_the_clock() {
+        let start = Instant::now();
+        let mut inline = in_pass(start);
+        let later = start + Duration::from_micros(3);
+        assert_eq!(inline.first_polled(true, || later), start);
+        assert_eq!(inline.first_polled(false, || later), later);
+        assert_eq!(inline.untimed, 0);
+    }
+
+    /// Slow handlers timed together still turn first polls here off: after one group, the
+    /// next deliveries go to tasks of their own but for the probes.
+    #[test]
+    fn a_slow_group_turns_first_polls_off() {
+        let start = Instant::now();
+        let mut inline = in_pass(start);
+        let slow = start + Duration::from_micros(200) * Inline::TIMED_TOGETHER;
+        for _ in 0..Inline::TIMED_TOGETHER {
+            inline.first_polled(true, || slow);
+        }
+        assert!(!inline.cheap(), "an average of {} ns", inline.average_nanos);
+        let here = (0..Inline::PROBE_EVERY * 2)
+            .filter(|_| inline.try_take())
+            .count();
+        assert_eq!(here, 2, "only the probes are polled here");
+    }
+
+    /// The driver doing other work times the group so far, and the next first poll's time
+    /// starts afresh.
+    #[test]
+    fn interruption_times_the_group() {
+        let start = Instant::now();
+        let mut inline = in_pass(start);
+        inline.first_polled(true, || start);
+        inline.first_polled(true, || start);
+        inline.timed(start + Duration::from_micros(400));
+        assert_eq!(inline.untimed, 0);
+        assert!(!inline.cheap(), "two polls of 200 µs each were counted");
     }
 }

@@ -304,12 +304,12 @@ impl<R: Runtime> Io<R> {
         self.handlers.new_pass();
         loop {
             while let Some(output) = consumer.poll_output() {
+                if !matches!(output, Output::Deliver(_)) {
+                    self.handlers.interrupted();
+                }
                 match output {
                     Output::Wire(wire) => self.conns.carry(wire),
-                    Output::Deliver(delivery) => {
-                        self.deliveries.push_back(delivery);
-                        continue;
-                    }
+                    Output::Deliver(delivery) => self.deliveries.push_back(delivery),
                     Output::Trace(records) => {
                         if let Some(traces) = &mut self.traces {
                             traces.append(records);
@@ -321,11 +321,10 @@ impl<R: Runtime> Io<R> {
                     Output::StoreOffsets(table) => self.store_offsets(&table),
                     Output::Event(event) => self.on_event(event),
                 }
-                self.handlers.interrupted();
             }
             if !self.deliveries.is_empty() {
-                self.conns.write_held();
                 self.handlers.interrupted();
+                self.conns.write_held();
                 while self.handlers.may_start_here() {
                     let Some(delivery) = self.deliveries.pop_front() else {
                         break;
@@ -335,9 +334,11 @@ impl<R: Runtime> Io<R> {
                 if self.deliveries.is_empty() {
                     continue;
                 }
+                self.handlers.interrupted();
                 self.hooks.end_pass();
                 return;
             }
+            self.handlers.interrupted();
             if !self.serve_take(consumer) {
                 self.hooks.end_pass();
                 return;

@@ -242,13 +242,21 @@ impl Message {
 
     /// The topic. For a retry delivery this is `%RETRY%<group>` until [`Message::set_topic`].
     pub fn topic(&self) -> &str {
-        let start = self.topic_start as usize;
-        let bytes = self
-            .record
-            .get(start..start + self.topic_len as usize)
-            .expect("the topic range was checked against the record at decode or rebuild");
-        std::str::from_utf8(bytes)
+        std::str::from_utf8(self.topic_bytes())
             .expect("the topic was validated as UTF-8 at decode, or came from a String")
+    }
+
+    /// Whether the topic is `topic`. A byte comparison, without [`Message::topic`]'s UTF-8
+    /// check: the consumer asks it of every message it pulls (is this a retry delivery?).
+    pub fn topic_is(&self, topic: &str) -> bool {
+        self.topic_bytes() == topic.as_bytes()
+    }
+
+    fn topic_bytes(&self) -> &[u8] {
+        let start = self.topic_start as usize;
+        self.record
+            .get(start..start + self.topic_len as usize)
+            .expect("the topic range was checked against the record at decode or rebuild")
     }
 
     /// The queue id within the broker.

@@ -395,6 +395,8 @@ fn set_topic_and_properties_keep_every_other_field() {
     assert!(msg.remove_property("B"));
     assert!(!msg.remove_property("B"));
     assert_eq!(msg.topic(), "elsewhere");
+    assert!(msg.topic_is("elsewhere") && !msg.topic_is("batched") && !msg.topic_is("else"));
+    assert!(original.topic_is("batched"));
     assert_eq!(
         msg.properties().collect::<Vec<_>>(),
         [("A", "new"), (property::CONSUME_START_TIME, "123")]
