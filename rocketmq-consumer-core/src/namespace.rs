@@ -12,7 +12,7 @@ use proto::MessageQueue;
 use proto::message::Message;
 
 use crate::error::ConfigError;
-use crate::output::{Event, Output, Polled};
+use crate::output::{Delivery, Event, Output, Polled};
 
 /// `NamespaceUtil.NAMESPACE_SEPARATOR`.
 const SEPARATOR: char = '%';
@@ -157,13 +157,7 @@ impl Namespace {
     /// topic. Offset tables to store stay wrapped: they are read back as they were written.
     pub(crate) fn unwrap_output(&self, output: Output) -> Output {
         match output {
-            Output::Deliver(mut delivery) => {
-                delivery.queue = self.unwrap_queue(&delivery.queue);
-                for message in &mut delivery.messages {
-                    self.unwrap_message(message);
-                }
-                Output::Deliver(delivery)
-            }
+            Output::Deliver(delivery) => Output::Deliver(self.unwrap_delivery(delivery)),
             Output::Event(event) => Output::Event(self.unwrap_event(event)),
             Output::Revoking { request, queues } => Output::Revoking {
                 request,
@@ -175,6 +169,15 @@ impl Namespace {
             // same) and carry no queue.
             other @ (Output::Wire(_) | Output::StoreOffsets(_) | Output::Trace(_)) => other,
         }
+    }
+
+    /// `delivery` with its queue and messages unwrapped.
+    pub(crate) fn unwrap_delivery(&self, mut delivery: Delivery) -> Delivery {
+        delivery.queue = self.unwrap_queue(&delivery.queue);
+        for message in &mut delivery.messages {
+            self.unwrap_message(message);
+        }
+        delivery
     }
 
     /// `polled` with its queue and messages unwrapped.

@@ -253,11 +253,11 @@ impl Consumer {
             opaque: request.opaque,
         };
         let id = self.deliveries.start(now, source, None);
-        self.outputs.push_back(Output::Deliver(Delivery {
+        self.to_deliver.push_back(Delivery {
             id,
             queue,
             messages: message.into(),
-        }));
+        });
         None
     }
 

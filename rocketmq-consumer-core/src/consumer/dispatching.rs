@@ -63,11 +63,11 @@ impl Consumer {
             let id = self.deliveries.start(now, source, trace);
             self.counters.delivered += 1;
             self.counters.delivered_messages += messages.len() as u64;
-            self.outputs.push_back(Output::Deliver(Delivery {
+            self.to_deliver.push_back(Delivery {
                 id,
                 queue,
                 messages,
-            }));
+            });
         }
         self.rate_hold_ends(held);
     }

@@ -55,7 +55,9 @@ use crate::config::{ConfigError, ConsumeMode, ConsumerConfig, MessageModel};
 pub(crate) use crate::id::{Epoch, QueueKey};
 use crate::link::{Link, Rules};
 use crate::namespace::Namespace;
-use crate::output::{ConnId, ConsumeOutcome, DeliveryId, Output, RequestId, ShutdownReport, Wire};
+use crate::output::{
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, Output, RequestId, ShutdownReport, Wire,
+};
 use crate::rate::RateLimiter;
 use crate::signer::Signer;
 use crate::stats::{ConsumerStats, Histogram, LatencyBuckets, QueueStats};
@@ -98,7 +100,11 @@ pub struct Consumer {
     /// whose heartbeat it had not handled), by broker address: pulled again as soon as the
     /// heartbeat there is answered, not after `pull_backoff`.
     awaiting_heartbeat: Vec<(String, QueueKey, Epoch)>,
+    /// Every output but deliveries, in order.
     outputs: VecDeque<Output>,
+    /// Deliveries handed out and not polled yet, in order: kept apart from `outputs` so a
+    /// driver takes them with [`Consumer::poll_delivery`] after the rest, in one move.
+    to_deliver: VecDeque<Delivery>,
     /// Broadcasting's local offset table.
     local_offsets: LocalOffsets,
     /// Where queues revoked while their broker was unreachable stood.
@@ -220,6 +226,7 @@ impl Consumer {
             rebalance_after_heartbeat: true,
             awaiting_heartbeat: Vec::new(),
             outputs: VecDeque::new(),
+            to_deliver: VecDeque::new(),
             local_offsets: LocalOffsets::default(),
             stranded: StrandedOffsets::default(),
             handovers: handover::Handovers::default(),
@@ -482,9 +489,20 @@ impl Consumer {
 
     // ----- outputs -----
 
-    /// The next piece of work for the driver.
+    /// The next piece of work for the driver. Deliveries come after every other output ready
+    /// at the time, so the pulls and commits that handing them out asked for are carried out
+    /// before handlers run.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
+        self.poll_output_except_deliveries()
+            .or_else(|| self.poll_delivery().map(Output::Deliver))
+    }
+
+    /// The next output that is not a delivery. A driver that runs handlers between its other
+    /// work takes these first, then up to [`Consumer::ready_deliveries`] deliveries with
+    /// [`Consumer::poll_delivery`]: the same order as [`Consumer::poll_output`]'s.
+    #[must_use]
+    pub fn poll_output_except_deliveries(&mut self) -> Option<Output> {
         let mut output = match self.link.poll_wire() {
             Some(wire) => Output::Wire(wire),
             None => self.outputs.pop_front()?,
@@ -498,6 +516,22 @@ impl Consumer {
             Some(ns) => ns.unwrap_output(output),
             None => output,
         })
+    }
+
+    /// The next delivery handed out: run its handler, then [`Consumer::complete`] it.
+    #[must_use]
+    pub fn poll_delivery(&mut self) -> Option<Delivery> {
+        let delivery = self.to_deliver.pop_front()?;
+        Some(match &self.namespace {
+            Some(ns) => ns.unwrap_delivery(delivery),
+            None => delivery,
+        })
+    }
+
+    /// How many deliveries wait for [`Consumer::poll_delivery`].
+    #[must_use]
+    pub fn ready_deliveries(&self) -> usize {
+        self.to_deliver.len()
     }
 
     /// Signs every request handed out from now on with `credentials` (`None`: unsigned), so

@@ -18,10 +18,9 @@ mod trace;
 mod waiters;
 pub(crate) mod wake;
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
-use consumer_core::{Consumer, Delivery, Event, MessageQueue, Output, ShutdownReport};
+use consumer_core::{Consumer, Event, MessageQueue, Output, ShutdownReport};
 use futures_channel::{mpsc, oneshot};
 
 use crate::control::ControlError;
@@ -88,7 +87,6 @@ impl<R: Runtime> Driver<R> {
             handlers: Handlers::new(runtime.clone(), handler, inputs_tx),
             report: None,
             waiters: Waiters::default(),
-            deliveries: VecDeque::new(),
         };
         let mut wake = Wake::new(runtime.clone());
         loop {
@@ -98,7 +96,7 @@ impl<R: Runtime> Driver<R> {
                 break;
             }
             let deadline = consumer.poll_timeout();
-            let woken = if io.deliveries.is_empty() {
+            let woken = if consumer.ready_deliveries() == 0 {
                 wake.next(deadline, &mut inputs, &mut io.conns).await
             } else {
                 // Deliveries left for the next pass: a look at what came meanwhile, no wait.
@@ -165,8 +163,6 @@ struct Io<R: Runtime> {
     traces: Option<crate::trace_dispatch::TraceQueue>,
     report: Option<ShutdownReport>,
     waiters: Waiters,
-    /// Deliveries of this pass, run once the consumer's other outputs are carried out.
-    deliveries: VecDeque<Delivery>,
 }
 
 impl<R: Runtime> Io<R> {
@@ -303,13 +299,11 @@ impl<R: Runtime> Io<R> {
     fn drain(&mut self, consumer: &mut Consumer) {
         self.handlers.new_pass();
         loop {
-            while let Some(output) = consumer.poll_output() {
-                if !matches!(output, Output::Deliver(_)) {
-                    self.handlers.interrupted();
-                }
+            while let Some(output) = consumer.poll_output_except_deliveries() {
+                self.handlers.interrupted();
                 match output {
                     Output::Wire(wire) => self.conns.carry(wire),
-                    Output::Deliver(delivery) => self.deliveries.push_back(delivery),
+                    Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
                     Output::Trace(records) => {
                         if let Some(traces) = &mut self.traces {
                             traces.append(records);
@@ -322,16 +316,20 @@ impl<R: Runtime> Io<R> {
                     Output::Event(event) => self.on_event(event),
                 }
             }
-            if !self.deliveries.is_empty() {
+            // The deliveries ready now, once what the consumer asked before them is written;
+            // the ones their completions hand out wait for the pulls those ask for.
+            let mut ready = consumer.ready_deliveries();
+            if ready > 0 {
                 self.handlers.interrupted();
                 self.conns.write_held();
-                while self.handlers.may_start_here() {
-                    let Some(delivery) = self.deliveries.pop_front() else {
+                while ready > 0 && self.handlers.may_start_here() {
+                    let Some(delivery) = consumer.poll_delivery() else {
                         break;
                     };
+                    ready -= 1;
                     self.handlers.deliver(consumer, delivery);
                 }
-                if self.deliveries.is_empty() {
+                if ready == 0 {
                     continue;
                 }
                 self.handlers.interrupted();

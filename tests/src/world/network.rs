@@ -18,8 +18,17 @@ impl World {
         loop {
             let mut progress = false;
             for i in 0..self.nodes.len() {
+                // No input reaches the consumer while its outputs are drained, so every
+                // delivery comes after every other output (`Consumer::poll_output`).
+                let mut delivering = false;
                 while let Some(output) = self.nodes[i].consumer.poll_output() {
                     progress = true;
+                    let delivery = matches!(output, Output::Deliver(_));
+                    self.fail_if(
+                        delivering && !delivery,
+                        &format!("node {i}: an output came after a delivery in one drain"),
+                    );
+                    delivering |= delivery;
                     self.on_output(i, output);
                 }
             }
