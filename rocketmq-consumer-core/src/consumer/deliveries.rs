@@ -62,8 +62,9 @@ impl std::ops::Deref for Offsets {
 pub(crate) struct Flight {
     pub(crate) source: Source,
     pub(crate) started: Instant,
-    /// With message trace: what its `SubAfter` records need.
-    pub(crate) trace: Option<OpenTrace>,
+    /// With message trace: what its `SubAfter` records need. Boxed: a flight is moved in and
+    /// out of the ring at every delivery, traced or not, and this is most of its size.
+    pub(crate) trace: Option<Box<OpenTrace>>,
 }
 
 impl Flight {
@@ -106,7 +107,7 @@ impl Deliveries {
         self.slots.push_back(Some(Flight {
             source,
             started: now,
-            trace,
+            trace: trace.map(Box::new),
         }));
         self.live += 1;
         DeliveryId { seq }

@@ -100,6 +100,9 @@ pub struct Consumer {
     /// whose heartbeat it had not handled), by broker address: pulled again as soon as the
     /// heartbeat there is answered, not after `pull_backoff`.
     awaiting_heartbeat: Vec<(String, QueueKey, Epoch)>,
+    /// Whether `Timer::AckCommit` is set (see `acknowledged`); the timers are cleared only
+    /// at shutdown, after which nothing sets it again.
+    ack_commit_armed: bool,
     /// Every output but deliveries, in order.
     outputs: VecDeque<Output>,
     /// Deliveries handed out and not polled yet, in order: kept apart from `outputs` so a
@@ -227,6 +230,7 @@ impl Consumer {
             awaiting_heartbeat: Vec::new(),
             outputs: VecDeque::new(),
             to_deliver: VecDeque::new(),
+            ack_commit_armed: false,
             local_offsets: LocalOffsets::default(),
             stranded: StrandedOffsets::default(),
             handovers: handover::Handovers::default(),
@@ -697,7 +701,10 @@ impl Consumer {
                 self.timers
                     .reset(now + self.config.rebalance_interval, Timer::Rebalance);
             }
-            Timer::AckCommit => self.commit_moved(now, false),
+            Timer::AckCommit => {
+                self.ack_commit_armed = false;
+                self.commit_moved(now, false);
+            }
             Timer::PersistOffsets => {
                 self.persist_offsets(now);
                 self.timers

@@ -33,11 +33,15 @@ impl Consumer {
     pub(super) fn acknowledged(&mut self, now: Instant) {
         let interval = self.config.ack_commit_interval;
         // Shutting down, the final commits follow the drain.
+        // Set once until it fires: `now` only grows, so a later acknowledgement could not
+        // move it earlier anyway (and this runs at every delivery: no scan of the timers).
         if !interval.is_zero()
+            && !self.ack_commit_armed
             && self.config.message_model == MessageModel::Clustering
             && self.lifecycle == Lifecycle::Running
         {
-            self.timers.reset_earlier(now + interval, Timer::AckCommit);
+            self.ack_commit_armed = true;
+            self.timers.set(now + interval, Timer::AckCommit);
         }
     }
 
