@@ -98,6 +98,8 @@ pub struct ConsumerConfig {
     pub max_offset_span: i64,
     /// Cached messages across all queues before pulls pause. Java has no such limit, so its
     /// memory grows with the number of queues; here the cache stays bounded (default 10 000).
+    /// A pull this limit holds back goes out as soon as the cache has room for it, not after
+    /// `flow_control_backoff` as for a queue over a limit of its own.
     pub max_cached_messages_total: usize,
     /// Cached body bytes across all queues before pulls pause (default 512 MiB).
     pub max_cached_bytes_total: u64,

@@ -17,6 +17,8 @@ mod broker_requests;
 mod commits_one_at_a_time_per_broker;
 #[path = "core/consume_timeout.rs"]
 mod consume_timeout;
+#[path = "core/consumer_wide_limit_resumes_at_room.rs"]
+mod consumer_wide_limit_resumes_at_room;
 #[path = "core/crashed_broker_offsets_restored.rs"]
 mod crashed_broker_offsets_restored;
 #[path = "core/final_commits_survive_a_lost_connection.rs"]

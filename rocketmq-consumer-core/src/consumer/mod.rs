@@ -24,6 +24,7 @@ mod answer;
 mod app_answers;
 mod assignment;
 mod broker_request;
+mod cache_room;
 pub(crate) mod cluster;
 mod commit_retry;
 mod deliveries;
@@ -127,6 +128,8 @@ pub struct Consumer {
     released: bool,
     /// Commits held for another try after a lost connection.
     commit_retries: commit_retry::CommitRetries,
+    /// Queues whose pull waits for room in the consumer-wide cache.
+    cache_room: cache_room::CacheRoom,
     /// SQL92 subscriptions no broker has confirmed yet (`CHECK_CLIENT_CONFIG`).
     unchecked: BTreeSet<String>,
     /// Failed messages out of attempts whose send to the retry topic is to be tried again.
@@ -240,6 +243,7 @@ impl Consumer {
             app_answers: AppAnswers::default(),
             released: false,
             commit_retries: commit_retry::CommitRetries::default(),
+            cache_room: cache_room::CacheRoom::default(),
             unchecked: BTreeSet::new(),
             resends: BTreeMap::new(),
             signer: Signer::new(config.credentials.clone(), config.signature_algorithm),
@@ -782,6 +786,9 @@ impl Consumer {
         }
         self.maybe_close(now);
         self.dispatch(now);
+        if !self.cache_room.is_empty() {
+            self.pull_into_room(now);
+        }
     }
 
     /// Whether a draining consumer has nothing left to wait for: no delivery in flight and no

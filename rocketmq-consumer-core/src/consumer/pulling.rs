@@ -13,7 +13,7 @@ use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey, RETRY_TOPI
 use crate::config::{ConsumeFrom, MessageModel};
 use crate::output::{Event, FailureReason, Output};
 use crate::pull::{self, PullOutcome};
-use crate::queue::flow::{self, Limits, Load};
+use crate::queue::flow::{self, FlowReason, Limits, Load};
 use crate::timer::Timer;
 
 impl Consumer {
@@ -147,6 +147,21 @@ impl Consumer {
         }
     }
 
+    /// The consumer-wide cache has room again (see `cache_room`): the queues waiting for it
+    /// pull, oldest first, one for each pull batch of room (at least one).
+    pub(super) fn pull_into_room(&mut self, now: Instant) {
+        let (messages, bytes) = self.queues.cached();
+        let config = &self.config;
+        if messages > config.max_cached_messages_total || bytes > config.max_cached_bytes_total {
+            return;
+        }
+        let batch = usize::try_from(config.pull_batch_size).unwrap_or(1).max(1);
+        let room = (config.max_cached_messages_total - messages) / batch;
+        for (key, epoch) in self.cache_room.take(room.max(1)) {
+            self.try_pull(now, key, epoch);
+        }
+    }
+
     pub(super) fn try_pull(&mut self, now: Instant, key: QueueKey, epoch: Epoch) {
         if self.lifecycle != Lifecycle::Running {
             return;
@@ -171,8 +186,11 @@ impl Consumer {
             total_messages,
             total_bytes,
         };
-        if flow::decide(load, limits).is_err() {
+        if let Err(reason) = flow::decide(load, limits) {
             self.counters.flow_control_pauses += 1;
+            if matches!(reason, FlowReason::TotalMessages | FlowReason::TotalBytes) {
+                self.cache_room.wait(key, epoch);
+            }
             self.timers.set(
                 now + self.config.flow_control_backoff,
                 Timer::Pull(key, epoch),
