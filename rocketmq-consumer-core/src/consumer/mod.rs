@@ -786,9 +786,7 @@ impl Consumer {
         }
         self.maybe_close(now);
         self.dispatch(now);
-        if !self.cache_room.is_empty() {
-            self.pull_into_room(now);
-        }
+        self.pull_into_room(now);
     }
 
     /// Whether a draining consumer has nothing left to wait for: no delivery in flight and no

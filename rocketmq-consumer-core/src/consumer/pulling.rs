@@ -147,9 +147,13 @@ impl Consumer {
         }
     }
 
-    /// The consumer-wide cache has room again (see `cache_room`): the queues waiting for it
+    /// Wherever the cache may have shrunk (after every input, and after a poll-mode take): if
+    /// the consumer-wide cache has room again (see `cache_room`), the queues waiting for it
     /// pull, oldest first, one for each pull batch of room (at least one).
     pub(super) fn pull_into_room(&mut self, now: Instant) {
+        if self.cache_room.is_empty() {
+            return;
+        }
         let (messages, bytes) = self.queues.cached();
         let config = &self.config;
         if messages > config.max_cached_messages_total || bytes > config.max_cached_bytes_total {
