@@ -119,15 +119,26 @@ impl<R: Runtime> Handlers<R> {
 /// handlers are that cheap, a delivery's first poll happens on the driver's task, and a
 /// handler done by then completes on the spot; one that waits continues on its own task. A
 /// handler that does more work gains more from running on every thread than it loses to the
-/// hand-off, so once first polls average over [`Inline::CHEAP`], deliveries are spawned at
-/// once again, but for an occasional probe that keeps the average current: one in
+/// hand-off, so once first polls take over [`Inline::CHEAP`], deliveries are spawned at
+/// once again, but for an occasional probe that keeps the measure current: one in
 /// [`Inline::PROBE_EVERY`] deliveries, twice as rare after each slow probe (up to one in
 /// [`Inline::PROBE_EVERY_MAX`]), so a handler that blocks its thread holds up the driver
 /// ever more rarely. At most [`Inline::PER_PASS`] deliveries are polled here between two
 /// looks at the inputs, so pulls and timers are not held up.
+///
+/// First polls are timed by the wall clock, and the driver's thread is sometimes not running
+/// for a while (the system gave its core to another process: a broker on the same machine
+/// does, every few milliseconds). So what decides is the median of the last
+/// [`Inline::SAMPLES`] timings, not an average: one timing that a preemption stretched does
+/// not send the next thousands of deliveries to tasks (it did: a fifth of a drain's
+/// deliveries against Java's broker, each waking another worker), while a handler that is
+/// slow every time is slow in most timings. After a slow timing, first polls are timed one by
+/// one until one is quick again, so a handler that blocks is found after one more poll.
 struct Inline {
-    /// Moving average of first-poll times, in nanoseconds (weight 1/8 to the newest).
-    average_nanos: u64,
+    /// The last timings of first polls, in nanoseconds each (a group's share, or one poll's).
+    samples: [u64; Self::SAMPLES],
+    /// Where the next timing goes in `samples`.
+    next_sample: usize,
     /// While handlers are not cheap: deliveries between two probes, and since the last one.
     probe_every: u32,
     since_probe: u32,
@@ -146,14 +157,18 @@ impl Inline {
     const PER_PASS: usize = 128;
     /// Quick first polls in a row share one clock read. A clock read is about as dear as a
     /// quick handler's whole delivery through the consumer (a twentieth of its CPU at one
-    /// read a delivery), and averaging over a few loses nothing the moving average keeps.
-    /// A first poll that waits, or one while handlers are not cheap (a probe), is timed
-    /// alone and at once.
+    /// read a delivery), and grouping a few loses nothing the median needs. A first poll
+    /// that waits, one while handlers are not cheap (a probe), and one after a slow timing
+    /// are timed alone and at once.
     const TIMED_TOGETHER: u32 = 8;
+    /// Timings the median is taken over: two slow ones of the last three make handlers
+    /// not cheap, two quick ones cheap again.
+    const SAMPLES: usize = 3;
 
     fn new() -> Self {
         Self {
-            average_nanos: 0,
+            samples: [0; Self::SAMPLES],
+            next_sample: 0,
             probe_every: Self::PROBE_EVERY,
             since_probe: 0,
             left: 0,
@@ -177,7 +192,14 @@ impl Inline {
     ) -> std::time::Instant {
         self.untimed += 1;
         match self.last_end {
-            Some(last) if done && self.cheap() && self.untimed < Self::TIMED_TOGETHER => last,
+            Some(last)
+                if done
+                    && self.cheap()
+                    && !self.last_was_slow()
+                    && self.untimed < Self::TIMED_TOGETHER =>
+            {
+                last
+            }
             _ => {
                 let now = clock();
                 self.timed(now);
@@ -190,14 +212,22 @@ impl Inline {
     fn timed(&mut self, now: std::time::Instant) {
         if let Some(last) = self.last_end {
             let each = now.saturating_duration_since(last) / self.untimed.max(1);
-            self.took(each, self.untimed);
+            self.took(each);
         }
         self.untimed = 0;
         self.last_end = Some(now);
     }
 
+    /// Whether first polls are cheap: the median of the last timings is.
     fn cheap(&self) -> bool {
-        u128::from(self.average_nanos) <= Self::CHEAP.as_nanos()
+        let mut sorted = self.samples;
+        sorted.sort_unstable();
+        u128::from(sorted[Self::SAMPLES / 2]) <= Self::CHEAP.as_nanos()
+    }
+
+    fn last_was_slow(&self) -> bool {
+        let last = (self.next_sample + Self::SAMPLES - 1) % Self::SAMPLES;
+        u128::from(self.samples[last]) > Self::CHEAP.as_nanos()
     }
 
     /// Whether the next delivery's first poll happens here (taking one from this pass).
@@ -216,14 +246,12 @@ impl Inline {
         true
     }
 
-    /// `count` first polls took `each`. They were one probe when first polls were not cheap
-    /// before them (a probe is timed alone).
-    fn took(&mut self, each: std::time::Duration, count: u32) {
+    /// First polls just timed took `each`. They were one probe when first polls were not
+    /// cheap before them (a probe is timed alone).
+    fn took(&mut self, each: std::time::Duration) {
         let probing = !self.cheap();
-        let nanos = u64::try_from(each.as_nanos()).unwrap_or(u64::MAX);
-        for _ in 0..count {
-            self.average_nanos = self.average_nanos - self.average_nanos / 8 + nanos / 8;
-        }
+        self.samples[self.next_sample] = u64::try_from(each.as_nanos()).unwrap_or(u64::MAX);
+        self.next_sample = (self.next_sample + 1) % Self::SAMPLES;
         if self.cheap() {
             self.probe_every = Self::PROBE_EVERY;
         } else if probing && each > Self::CHEAP {
@@ -267,7 +295,11 @@ mod tests {
         assert_eq!(reads.get(), 1);
         assert_eq!(inline.untimed, 0);
         assert!(inline.cheap());
-        assert!(inline.average_nanos > 0 && inline.average_nanos <= 1_000);
+        assert!(
+            inline.samples.contains(&1_000),
+            "8 µs over 8 polls: {:?}",
+            inline.samples
+        );
     }
 
     /// A first poll whose handler waits is timed alone and at once: it goes on on its own task.
@@ -281,21 +313,62 @@ mod tests {
         assert_eq!(inline.untimed, 0);
     }
 
-    /// Slow handlers timed together still turn first polls here off: after one group, the
-    /// next deliveries go to tasks of their own but for the probes.
+    /// A slow handler turns first polls here off: after a slow group, the next first poll is
+    /// timed alone, and a second slow timing sends the next deliveries to tasks of their own
+    /// but for the probes.
     #[test]
-    fn a_slow_group_turns_first_polls_off() {
+    fn slow_handlers_turn_first_polls_off() {
         let start = Instant::now();
         let mut inline = in_pass(start);
         let slow = start + Duration::from_micros(200) * Inline::TIMED_TOGETHER;
         for _ in 0..Inline::TIMED_TOGETHER {
             inline.first_polled(true, || slow);
         }
-        assert!(!inline.cheap(), "an average of {} ns", inline.average_nanos);
+        assert!(inline.cheap(), "one slow timing alone decides nothing");
+        let reads = Cell::new(0);
+        let slower = slow + Duration::from_micros(200);
+        let at = inline.first_polled(true, || {
+            reads.set(reads.get() + 1);
+            slower
+        });
+        assert_eq!(
+            (at, reads.get()),
+            (slower, 1),
+            "after a slow timing, one poll is timed"
+        );
+        assert!(
+            !inline.cheap(),
+            "two slow timings of three: {:?}",
+            inline.samples
+        );
         let here = (0..Inline::PROBE_EVERY * 2)
             .filter(|_| inline.try_take())
             .count();
         assert_eq!(here, 2, "only the probes are polled here");
+    }
+
+    /// A group that a preemption stretched (4 ms for 8 quick handlers) keeps first polls here:
+    /// the next one is timed alone, is quick, and quick handlers are timed in groups again.
+    #[test]
+    fn a_preempted_group_keeps_first_polls_here() {
+        let start = Instant::now();
+        let mut inline = in_pass(start);
+        let stretched = start + Duration::from_millis(4);
+        for _ in 0..Inline::TIMED_TOGETHER {
+            inline.first_polled(true, || stretched);
+        }
+        let quick = stretched + Duration::from_nanos(500);
+        assert_eq!(inline.first_polled(true, || quick), quick);
+        assert!(inline.cheap(), "timings {:?}", inline.samples);
+        assert!(
+            inline.try_take(),
+            "the next delivery's first poll happens here"
+        );
+        assert_eq!(
+            inline.first_polled(true, || quick + Duration::from_micros(1)),
+            quick,
+            "quick again: grouped, no clock read"
+        );
     }
 
     /// The driver doing other work times the group so far, and the next first poll's time
@@ -308,6 +381,10 @@ mod tests {
         inline.first_polled(true, || start);
         inline.timed(start + Duration::from_micros(400));
         assert_eq!(inline.untimed, 0);
-        assert!(!inline.cheap(), "two polls of 200 µs each were counted");
+        assert!(
+            inline.samples.contains(&200_000) && inline.last_was_slow(),
+            "two polls of 200 µs each were counted: {:?}",
+            inline.samples
+        );
     }
 }
