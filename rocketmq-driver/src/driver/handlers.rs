@@ -139,6 +139,11 @@ struct Inline {
     samples: [u64; Self::SAMPLES],
     /// Where the next timing goes in `samples`.
     next_sample: usize,
+    /// The median of `samples` is at most [`Inline::CHEAP`] (kept as each timing comes, as it
+    /// is asked at every delivery).
+    cheap: bool,
+    /// The newest of `samples` is over [`Inline::CHEAP`].
+    last_slow: bool,
     /// While handlers are not cheap: deliveries between two probes, and since the last one.
     probe_every: u32,
     since_probe: u32,
@@ -169,6 +174,8 @@ impl Inline {
         Self {
             samples: [0; Self::SAMPLES],
             next_sample: 0,
+            cheap: true,
+            last_slow: false,
             probe_every: Self::PROBE_EVERY,
             since_probe: 0,
             left: 0,
@@ -220,14 +227,11 @@ impl Inline {
 
     /// Whether first polls are cheap: the median of the last timings is.
     fn cheap(&self) -> bool {
-        let mut sorted = self.samples;
-        sorted.sort_unstable();
-        u128::from(sorted[Self::SAMPLES / 2]) <= Self::CHEAP.as_nanos()
+        self.cheap
     }
 
     fn last_was_slow(&self) -> bool {
-        let last = (self.next_sample + Self::SAMPLES - 1) % Self::SAMPLES;
-        u128::from(self.samples[last]) > Self::CHEAP.as_nanos()
+        self.last_slow
     }
 
     /// Whether the next delivery's first poll happens here (taking one from this pass).
@@ -249,10 +253,16 @@ impl Inline {
     /// First polls just timed took `each`. They were one probe when first polls were not
     /// cheap before them (a probe is timed alone).
     fn took(&mut self, each: std::time::Duration) {
-        let probing = !self.cheap();
-        self.samples[self.next_sample] = u64::try_from(each.as_nanos()).unwrap_or(u64::MAX);
+        let probing = !self.cheap;
+        let cheap_nanos = u64::try_from(Self::CHEAP.as_nanos()).unwrap_or(u64::MAX);
+        let nanos = u64::try_from(each.as_nanos()).unwrap_or(u64::MAX);
+        self.samples[self.next_sample] = nanos;
         self.next_sample = (self.next_sample + 1) % Self::SAMPLES;
-        if self.cheap() {
+        let mut sorted = self.samples;
+        sorted.sort_unstable();
+        self.cheap = sorted[Self::SAMPLES / 2] <= cheap_nanos;
+        self.last_slow = nanos > cheap_nanos;
+        if self.cheap {
             self.probe_every = Self::PROBE_EVERY;
         } else if probing && each > Self::CHEAP {
             self.probe_every = (self.probe_every * 2).min(Self::PROBE_EVERY_MAX);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use consumer_core::{ConsumeMode, MessageQueue};
 use rocketmq_tests::scenario::{TOPIC, quiet_config};
-use rocketmq_tests::world::World;
+use rocketmq_tests::world::{World, WorldConfig};
 
 const LIMIT: usize = 40;
 const BATCH: usize = 32;
@@ -19,22 +19,8 @@ const PER_QUEUE: usize = 500;
 #[test]
 fn held_back_pulls_go_out_once_the_cache_has_room() {
     let mut config = quiet_config(52, 1);
-    config.latency = (Duration::from_micros(100), Duration::from_micros(300));
     config.handler_time = (Duration::from_micros(50), Duration::from_micros(100));
-    config.consumer_config = |mut c| {
-        c.max_cached_messages_total = LIMIT;
-        c
-    };
-    let mut world = World::new(config);
-    world.run_until(world.epoch() + Duration::from_secs(1));
-    let queues: Vec<MessageQueue> = ["broker-a", "broker-b"]
-        .into_iter()
-        .flat_map(|broker| (0..2).map(move |id| MessageQueue::new(TOPIC, broker, id)))
-        .collect();
-    assert_eq!(world.nodes[0].consumer.assignment().count(), queues.len());
-    for queue in &queues {
-        world.produce_to(queue, PER_QUEUE);
-    }
+    let (mut world, queues) = four_full_queues(config);
     let produced = world.now;
     let mut peak = 0;
     let mut drained_at = None;
@@ -63,20 +49,7 @@ fn held_back_pulls_go_out_once_the_cache_has_room() {
 fn poll_mode_takes_make_room_at_once() {
     let mut config = quiet_config(53, 1);
     config.mode = ConsumeMode::Poll;
-    config.latency = (Duration::from_micros(100), Duration::from_micros(300));
-    config.consumer_config = |mut c| {
-        c.max_cached_messages_total = LIMIT;
-        c
-    };
-    let mut world = World::new(config);
-    world.run_until(world.epoch() + Duration::from_secs(1));
-    let queues: Vec<MessageQueue> = ["broker-a", "broker-b"]
-        .into_iter()
-        .flat_map(|broker| (0..2).map(move |id| MessageQueue::new(TOPIC, broker, id)))
-        .collect();
-    for queue in &queues {
-        world.produce_to(queue, PER_QUEUE);
-    }
+    let (mut world, queues) = four_full_queues(config);
     let produced = world.now;
     let mut taken = 0;
     while taken < queues.len() * PER_QUEUE && world.now < produced + Duration::from_secs(3) {
@@ -99,4 +72,25 @@ fn poll_mode_takes_make_room_at_once() {
         took < Duration::from_millis(25),
         "2 000 messages taken in {took:?}: held-back pulls waited"
     );
+}
+
+/// A world of `config` whose one consumer, under the consumer-wide limit of [`LIMIT`], owns the
+/// topic's 4 queues, each just given [`PER_QUEUE`] messages.
+fn four_full_queues(mut config: WorldConfig) -> (World, Vec<MessageQueue>) {
+    config.latency = (Duration::from_micros(100), Duration::from_micros(300));
+    config.consumer_config = |mut c| {
+        c.max_cached_messages_total = LIMIT;
+        c
+    };
+    let mut world = World::new(config);
+    world.run_until(world.epoch() + Duration::from_secs(1));
+    let queues: Vec<MessageQueue> = ["broker-a", "broker-b"]
+        .into_iter()
+        .flat_map(|broker| (0..2).map(move |id| MessageQueue::new(TOPIC, broker, id)))
+        .collect();
+    assert_eq!(world.nodes[0].consumer.assignment().count(), queues.len());
+    for queue in &queues {
+        world.produce_to(queue, PER_QUEUE);
+    }
+    (world, queues)
 }
