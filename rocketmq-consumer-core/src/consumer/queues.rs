@@ -6,8 +6,7 @@
 //! accounts for the change, and [`QueueTable::remove`] takes a queue's share away. Nobody
 //! outside this module adds or subtracts a count.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use proto::MessageQueue;
@@ -114,7 +113,7 @@ pub(crate) struct QueueTable {
     by_queue: BTreeMap<MessageQueue, QueueKey>,
     /// Keys of queues that may have messages ready to deliver (a superset: a queue found with
     /// nothing ready when its turn comes is dropped from it then).
-    ready: BTreeSet<QueueKey>,
+    ready: Turns,
     /// The queue served last: turns go round in key order from there.
     last_served: QueueKey,
     cached_messages: usize,
@@ -275,13 +274,7 @@ impl QueueTable {
     /// around. Push deliveries and poll-mode takes share these turns. The caller calls
     /// [`QueueTable::not_ready`] for a queue it finds nothing to take from.
     pub(crate) fn next_turn(&mut self) -> Option<QueueKey> {
-        let after = (Bound::Excluded(self.last_served), Bound::Unbounded);
-        let key = self
-            .ready
-            .range(after)
-            .next()
-            .or_else(|| self.ready.iter().next())
-            .copied()?;
+        let key = self.ready.next_after(self.last_served)?;
         self.last_served = key;
         Some(key)
     }
@@ -323,6 +316,32 @@ impl QueueTable {
     /// its cache changes or it is marked ready.
     pub(crate) fn not_ready(&mut self, key: QueueKey) {
         self.ready.remove(&key);
+    }
+}
+
+/// The keys of the queues in the turns, in key order: a few dozen at most, looked at three
+/// times a delivery (a completion puts its queue back, a turn finds and may drop it), so a
+/// sorted vector, searched in place, rather than a tree.
+#[derive(Debug, Default)]
+struct Turns(Vec<QueueKey>);
+
+impl Turns {
+    fn insert(&mut self, key: QueueKey) {
+        if let Err(at) = self.0.binary_search(&key) {
+            self.0.insert(at, key);
+        }
+    }
+
+    fn remove(&mut self, key: &QueueKey) {
+        if let Ok(at) = self.0.binary_search(key) {
+            self.0.remove(at);
+        }
+    }
+
+    /// The first key after `last`, wrapping around to the first of all.
+    fn next_after(&self, last: QueueKey) -> Option<QueueKey> {
+        let after = self.0.partition_point(|&key| key <= last);
+        self.0.get(after).or_else(|| self.0.first()).copied()
     }
 }
 

@@ -42,15 +42,17 @@ pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
             trailing.len()
         )));
     }
-    let mut ext_fields = ExtFields::new();
+    // Collected, then sorted once: a peer's long map costs `n log n` in any order.
+    let mut pairs = Vec::new();
     while !map.is_empty() {
         let (rest, key) = string_i16(map)?;
         let (rest, value) = string_i32(rest, "extFields value")?;
         map = rest;
         if let (Some(key), Some(value)) = (key, value) {
-            ext_fields.insert(key, value);
+            pairs.push((key, value));
         }
     }
+    let ext_fields: ExtFields = pairs.into_iter().collect();
     Ok(Command {
         code: i32::from(code),
         language: LanguageCode(language),

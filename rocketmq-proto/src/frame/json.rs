@@ -71,7 +71,7 @@ impl<'de> Deserialize<'de> for IncomingLanguage {
 }
 
 /// The `extFields` member, read straight into [`ExtFields`] (keys the client reads often
-/// are not copied: `ExtFields::insert_read`).
+/// are not copied: `ExtFields::read`).
 struct IncomingExt(ExtFields);
 
 /// An `extFields` key, borrowed from the frame unless it has escapes.
@@ -181,11 +181,11 @@ impl<'de> Deserialize<'de> for IncomingExt {
                 mut map: A,
             ) -> Result<Self::Value, A::Error> {
                 use serde::de::Error;
-                let mut ext = ExtFields::new();
+                let mut ext = ExtFields::read();
                 while let Some(IncomingKey(key)) = map.next_key()? {
                     match map.next_value::<IncomingValue>()? {
                         IncomingValue::Null => {}
-                        IncomingValue::Scalar(value) => ext.insert_read(&key, value),
+                        IncomingValue::Scalar(value) => ext.push(&key, value),
                         IncomingValue::Nested => {
                             return Err(A::Error::custom(format!(
                                 "extFields.{key} is not a scalar"
@@ -193,7 +193,7 @@ impl<'de> Deserialize<'de> for IncomingExt {
                         }
                     }
                 }
-                Ok(IncomingExt(ext))
+                Ok(IncomingExt(ext.finish()))
             }
         }
         deserializer.deserialize_map(Visit)
