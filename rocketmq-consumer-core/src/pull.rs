@@ -93,12 +93,13 @@ pub(crate) fn interpret(
             // Only a subscription naming tags filters; skip the per-message lookup otherwise.
             let tag_filter =
                 subscription.filter(|s| !s.tags_set.is_empty() && !s.class_filter_mode);
-            let mut messages = Vec::with_capacity(batch.messages.len());
-            for mut message in batch.messages {
+            // Filtered and fixed up in place: the decoded batch's vector is the one cached.
+            let mut messages = batch.messages;
+            messages.retain_mut(|message| {
                 if let Some(sub) = tag_filter
                     && !sub.accepts_tag(message.tags())
                 {
-                    continue;
+                    return false;
                 }
                 if message.topic_is(retry_topic)
                     && let Some(original) = message.property(property::RETRY_TOPIC)
@@ -110,8 +111,8 @@ pub(crate) fn interpret(
                     let logical = message.queue_offset().saturating_add(offset_delta);
                     message.set_queue_offset(logical);
                 }
-                messages.push(message);
-            }
+                true
+            });
             let next_offset = match &corrupt {
                 Some((_, resume)) => *resume,
                 None => header.next_begin_offset,

@@ -52,6 +52,12 @@ impl ExtFields {
     }
 
     fn set(&mut self, key: Cow<'static, str>, value: ExtString) {
+        // A header whose fields are declared in key order is set in that order: each goes at
+        // the end after one comparison.
+        if self.0.last().is_none_or(|(last, _)| *last < key) {
+            self.0.push((key, value));
+            return;
+        }
         match self.find(&key) {
             Ok(at) => {
                 if let Some(entry) = self.0.get_mut(at) {

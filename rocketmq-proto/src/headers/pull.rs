@@ -2,38 +2,39 @@
 
 crate::command_header! {
     /// Request header of `PULL_MESSAGE` (11) and `LITE_PULL_MESSAGE` (361, 5.x brokers only):
-    /// Java `PullMessageRequestHeader`.
+    /// Java `PullMessageRequestHeader`. Its fields are declared in the order of their keys, so
+    /// encoding one, at every pull, appends each to the `extFields` without a search.
     #[derive(Default)]
     pub struct PullMessageRequest {
-        /// The consumer group.
-        req consumer_group: String = "consumerGroup",
-        /// The topic; `%RETRY%<group>` for the group's retry queue.
-        req topic: String = "topic",
-        /// The queue, `0 <= queue_id < readQueueNums`.
-        req queue_id: i32 = "queueId",
-        /// The logical offset to read from.
-        req queue_offset: i64 = "queueOffset",
-        /// The most messages to return (Java push: 32, lite pull: 10).
-        req max_msg_nums: i32 = "maxMsgNums",
-        /// The [`pull_sys_flag`](super::pull_sys_flag) bits.
-        req sys_flag: i32 = "sysFlag",
+        /// The broker name the request is for (5.x `RpcRequestHeader.bname`).
+        opt broker_name: String = "bname",
         /// The offset to commit when
         /// [`COMMIT_OFFSET`](super::pull_sys_flag::COMMIT_OFFSET) is set, else 0.
         req commit_offset: i64 = "commitOffset",
-        /// How long the broker may hold the request when nothing is there (push: 15000 ms).
-        req suspend_timeout_millis: i64 = "suspendTimeoutMillis",
-        /// The subscription expression; used with
-        /// [`SUBSCRIPTION`](super::pull_sys_flag::SUBSCRIPTION).
-        opt subscription: String = "subscription",
-        /// The subscription version; must not exceed the broker's registered one unless the
-        /// subscription bit is set.
-        req sub_version: i64 = "subVersion",
+        /// The consumer group.
+        req consumer_group: String = "consumerGroup",
         /// `TAG` or `SQL92`; absent means `TAG`.
         opt expression_type: String = "expressionType",
         /// Byte budget of the answer (5.x; not enforced by the classic store).
         opt max_msg_bytes: i32 = "maxMsgBytes",
-        /// The broker name the request is for (5.x `RpcRequestHeader.bname`).
-        opt broker_name: String = "bname",
+        /// The most messages to return (Java push: 32, lite pull: 10).
+        req max_msg_nums: i32 = "maxMsgNums",
+        /// The queue, `0 <= queue_id < readQueueNums`.
+        req queue_id: i32 = "queueId",
+        /// The logical offset to read from.
+        req queue_offset: i64 = "queueOffset",
+        /// The subscription version; must not exceed the broker's registered one unless the
+        /// subscription bit is set.
+        req sub_version: i64 = "subVersion",
+        /// The subscription expression; used with
+        /// [`SUBSCRIPTION`](super::pull_sys_flag::SUBSCRIPTION).
+        opt subscription: String = "subscription",
+        /// How long the broker may hold the request when nothing is there (push: 15000 ms).
+        req suspend_timeout_millis: i64 = "suspendTimeoutMillis",
+        /// The [`pull_sys_flag`](super::pull_sys_flag) bits.
+        req sys_flag: i32 = "sysFlag",
+        /// The topic; `%RETRY%<group>` for the group's retry queue.
+        req topic: String = "topic",
     }
 }
 
