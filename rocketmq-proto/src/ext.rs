@@ -77,7 +77,7 @@ impl ExtFields {
     }
 
     /// `pairs` sorted by key; of two with the same key, the later stays.
-    fn from_pairs(mut pairs: Vec<(Cow<'static, str>, ExtString)>) -> Self {
+    pub(crate) fn from_pairs(mut pairs: Vec<(Cow<'static, str>, ExtString)>) -> Self {
         // Reversed first, so that the stable sort puts the later of two equal keys first,
         // and `dedup_by` keeps the first of a run.
         pairs.reverse();
@@ -309,8 +309,7 @@ pub trait CommandHeader: Sized {
 
     /// The header as a fresh map.
     fn to_ext_fields(&self) -> ExtFields {
-        // Room for a pull request's fields, the most frequent header, in one allocation.
-        let mut ext = ExtFields::with_capacity(16);
+        let mut ext = ExtFields::new();
         self.encode_into(&mut ext);
         ext
     }
@@ -357,6 +356,14 @@ macro_rules! command_header {
                 Ok(Self {
                     $( $field: $crate::command_header!(@get $kind ext, $key, $ty), )*
                 })
+            }
+
+            /// Room for every field in one allocation (a pull request's, at every pull).
+            fn to_ext_fields(&self) -> $crate::ext::ExtFields {
+                let fields: &[&str] = &[$($key),*];
+                let mut ext = $crate::ext::ExtFields::with_capacity(fields.len());
+                self.encode_into(&mut ext);
+                ext
             }
         }
     };

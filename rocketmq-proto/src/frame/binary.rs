@@ -6,6 +6,8 @@
 //! ```
 //! A zero-length string decodes as absent, as in Java.
 
+use std::borrow::Cow;
+
 use bytes::{BufMut, BytesMut};
 use nom::IResult;
 use nom::Parser;
@@ -16,6 +18,7 @@ use super::{EncodeError, FrameError};
 use crate::code::LanguageCode;
 use crate::command::Command;
 use crate::ext::ExtFields;
+use crate::ext_string::ExtString;
 
 pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
     let (rest, (code, language, version, opaque, flag)) = (be_i16, be_u8, be_i16, be_i32, be_i32)
@@ -49,10 +52,10 @@ pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
         let (rest, value) = string_i32(rest, "extFields value")?;
         map = rest;
         if let (Some(key), Some(value)) = (key, value) {
-            pairs.push((key, value));
+            pairs.push((Cow::Owned(key), ExtString::from(value)));
         }
     }
-    let ext_fields: ExtFields = pairs.into_iter().collect();
+    let ext_fields = ExtFields::from_pairs(pairs);
     Ok(Command {
         code: i32::from(code),
         language: LanguageCode(language),
