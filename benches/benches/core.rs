@@ -12,7 +12,10 @@
 //! core's own share is the difference.
 //!
 //! `orderly_batch_*` runs the same rounds through an orderly consumer (queues locked, one
-//! delivery per queue at a time), beside the concurrent ones.
+//! delivery per queue at a time), beside the concurrent ones. `as_driver` takes and completes
+//! the deliveries as the driver's task does with handlers that finish on their first poll:
+//! each completed as soon as it is taken, under the default in-flight limit (20), so every
+//! completion hands out the next delivery.
 //!
 //! Offsets must advance (the core ignores offsets it has consumed), so responses for
 //! `ROUNDS` rounds are encoded up front and a fresh consumer is set up, untimed, every
@@ -36,12 +39,24 @@ const BODY_LEN: usize = 128;
 /// Messages per iteration: one 32-message response per queue.
 const MESSAGES: usize = CORE_QUEUES as usize * CORE_PULL_BATCH;
 
-fn config(consume_batch_size: usize, mode: ConsumeMode) -> ConsumerConfig {
+/// How the deliveries of a round are taken and completed.
+#[derive(Clone, Copy)]
+enum Drain {
+    /// Every delivery taken, then every one completed, with enough in flight that the limit
+    /// never holds one back.
+    Batched,
+    /// As the driver's task does with quick handlers: each completed as it is taken, under
+    /// the default in-flight limit (20), so each completion hands out the next delivery.
+    AsDriver,
+}
+
+fn config(consume_batch_size: usize, mode: ConsumeMode, drain: Drain) -> ConsumerConfig {
     let mut config = ConsumerConfig::new("bench-group", vec![CORE_NAMESRV.to_owned()]);
     config.consume_batch_size = consume_batch_size;
     config.consume_mode = mode;
-    // Enough that the in-flight limit never holds a delivery back.
-    config.max_in_flight_deliveries = 1024;
+    if let Drain::Batched = drain {
+        config.max_in_flight_deliveries = 1024;
+    }
     config
 }
 
@@ -50,16 +65,21 @@ fn run(
     iters: u64,
     consume_batch_size: usize,
     mode: ConsumeMode,
+    drain: Drain,
     rounds: &[Vec<Command>],
 ) -> Duration {
     let mut timed = Duration::ZERO;
     let mut left = iters as usize;
     while left > 0 {
-        let mut steady = SteadyConsumer::new(config(consume_batch_size, mode));
+        let mut steady = SteadyConsumer::new(config(consume_batch_size, mode, drain));
         let n = left.min(rounds.len());
         let start = Instant::now();
         for round in &rounds[..n] {
-            let delivered = steady.round(std::hint::black_box(round));
+            let round = std::hint::black_box(round);
+            let delivered = match drain {
+                Drain::Batched => steady.round(round),
+                Drain::AsDriver => steady.round_as_driver(round),
+            };
             assert_eq!(delivered, MESSAGES);
         }
         timed += start.elapsed();
@@ -106,12 +126,31 @@ fn core(c: &mut Criterion) {
     });
     for consume_batch_size in [1, 32] {
         group.bench_function(format!("consume_batch_{consume_batch_size}"), |b| {
-            b.iter_custom(|iters| run(iters, consume_batch_size, ConsumeMode::Concurrent, &rounds))
+            b.iter_custom(|iters| {
+                run(
+                    iters,
+                    consume_batch_size,
+                    ConsumeMode::Concurrent,
+                    Drain::Batched,
+                    &rounds,
+                )
+            })
         });
         group.bench_function(format!("orderly_batch_{consume_batch_size}"), |b| {
-            b.iter_custom(|iters| run(iters, consume_batch_size, ConsumeMode::Orderly, &rounds))
+            b.iter_custom(|iters| {
+                run(
+                    iters,
+                    consume_batch_size,
+                    ConsumeMode::Orderly,
+                    Drain::Batched,
+                    &rounds,
+                )
+            })
         });
     }
+    group.bench_function("as_driver", |b| {
+        b.iter_custom(|iters| run(iters, 1, ConsumeMode::Concurrent, Drain::AsDriver, &rounds))
+    });
     group.finish();
 }
 

@@ -314,6 +314,23 @@ impl SteadyConsumer {
     ///
     /// On an output other than a pull, a oneway commit, a delivery or an event.
     pub fn round(&mut self, responses: &[Command]) -> usize {
+        self.answer_each(responses, Self::drain_and_complete)
+    }
+
+    /// As [`SteadyConsumer::round`], but drains the outputs as the driver's task does with
+    /// handlers that finish on their first poll: every output but deliveries first, then the
+    /// deliveries ready at that time, each completed as soon as it is taken (so each
+    /// completion hands out the next delivery while `max_in_flight_deliveries` holds the rest
+    /// back), and again until nothing is left.
+    ///
+    /// # Panics
+    ///
+    /// As [`SteadyConsumer::round`].
+    pub fn round_as_driver(&mut self, responses: &[Command]) -> usize {
+        self.answer_each(responses, Self::drain_as_driver)
+    }
+
+    fn answer_each(&mut self, responses: &[Command], drain: fn(&mut Self) -> usize) -> usize {
         let mut delivered = 0;
         for (queue, response) in responses.iter().enumerate() {
             let mut response = response.clone();
@@ -321,16 +338,58 @@ impl SteadyConsumer {
             self.tick();
             self.consumer
                 .handle_command(self.now, self.broker_conn, response);
-            delivered += self.drain_and_complete();
+            delivered += drain(self);
         }
         delivered
+    }
+
+    /// The driver's pass (`rocketmq-driver`'s `Io::drain`) with inline handlers that finish
+    /// at once; returns the number of messages delivered.
+    fn drain_as_driver(&mut self) -> usize {
+        use rocketmq_consumer_core::ConsumeOutcome;
+
+        let mut delivered = 0;
+        loop {
+            while let Some(output) = self.consumer.poll_output_except_deliveries() {
+                self.carry(output);
+            }
+            let ready = self.consumer.ready_deliveries();
+            if ready == 0 {
+                return delivered;
+            }
+            for _ in 0..ready {
+                let Some(delivery) = self.consumer.poll_delivery() else {
+                    break;
+                };
+                delivered += delivery.messages.len();
+                self.tick();
+                self.consumer
+                    .complete(self.now, delivery.id, ConsumeOutcome::Success);
+            }
+        }
+    }
+
+    /// Carries out an output that is not a delivery.
+    fn carry(&mut self, output: rocketmq_consumer_core::Output) {
+        use rocketmq_consumer_core::{Output, Wire};
+        use rocketmq_proto::RequestCode;
+
+        match output {
+            Output::Wire(Wire::Send { command, .. })
+                if command.request_code() == RequestCode::PULL_MESSAGE =>
+            {
+                self.pull_opaques[pull_queue(&command)] = command.opaque;
+            }
+            Output::Wire(Wire::Send { command, .. }) if command.is_oneway() => {}
+            Output::Event(_) => {}
+            other => panic!("unexpected output in the steady state: {other:?}"),
+        }
     }
 
     /// Drains the outputs and completes deliveries until there are none left; returns the
     /// number of messages delivered.
     fn drain_and_complete(&mut self) -> usize {
-        use rocketmq_consumer_core::{ConsumeOutcome, Output, Wire};
-        use rocketmq_proto::RequestCode;
+        use rocketmq_consumer_core::{ConsumeOutcome, Output};
 
         let mut delivered = 0;
         let mut completions = std::mem::take(&mut self.completions);
@@ -341,14 +400,7 @@ impl SteadyConsumer {
                         delivered += delivery.messages.len();
                         completions.push(delivery.id);
                     }
-                    Output::Wire(Wire::Send { command, .. })
-                        if command.request_code() == RequestCode::PULL_MESSAGE =>
-                    {
-                        self.pull_opaques[pull_queue(&command)] = command.opaque;
-                    }
-                    Output::Wire(Wire::Send { command, .. }) if command.is_oneway() => {}
-                    Output::Event(_) => {}
-                    other => panic!("unexpected output in the steady state: {other:?}"),
+                    other => self.carry(other),
                 }
             }
             if completions.is_empty() {
