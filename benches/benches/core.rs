@@ -15,7 +15,8 @@
 //! delivery per queue at a time), beside the concurrent ones. `as_driver` takes and completes
 //! the deliveries as the driver's task does with handlers that finish on their first poll:
 //! each completed as soon as it is taken, under the default in-flight limit (20), so every
-//! completion hands out the next delivery.
+//! completion hands out the next delivery. `on_demand` does the same with the deliveries
+//! handed out on demand (`Consumer::deliver_now`), each settled as it is handed out.
 //!
 //! Offsets must advance (the core ignores offsets it has consumed), so responses for
 //! `ROUNDS` rounds are encoded up front and a fresh consumer is set up, untimed, every
@@ -48,6 +49,9 @@ enum Drain {
     /// As the driver's task does with quick handlers: each completed as it is taken, under
     /// the default in-flight limit (20), so each completion hands out the next delivery.
     AsDriver,
+    /// As `AsDriver`, with the deliveries handed out on demand and settled as they are
+    /// handed out (`Consumer::deliver_now`).
+    OnDemand,
 }
 
 fn config(consume_batch_size: usize, mode: ConsumeMode, drain: Drain) -> ConsumerConfig {
@@ -72,6 +76,9 @@ fn run(
     let mut left = iters as usize;
     while left > 0 {
         let mut steady = SteadyConsumer::new(config(consume_batch_size, mode, drain));
+        if let Drain::OnDemand = drain {
+            steady.consumer.deliver_on_demand();
+        }
         let n = left.min(rounds.len());
         let start = Instant::now();
         for round in &rounds[..n] {
@@ -79,6 +86,7 @@ fn run(
             let delivered = match drain {
                 Drain::Batched => steady.round(round),
                 Drain::AsDriver => steady.round_as_driver(round),
+                Drain::OnDemand => steady.round_on_demand(round),
             };
             assert_eq!(delivered, MESSAGES);
         }
@@ -150,6 +158,9 @@ fn core(c: &mut Criterion) {
     }
     group.bench_function("as_driver", |b| {
         b.iter_custom(|iters| run(iters, 1, ConsumeMode::Concurrent, Drain::AsDriver, &rounds))
+    });
+    group.bench_function("on_demand", |b| {
+        b.iter_custom(|iters| run(iters, 1, ConsumeMode::Concurrent, Drain::OnDemand, &rounds))
     });
     group.finish();
 }

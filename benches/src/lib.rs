@@ -330,6 +330,18 @@ impl SteadyConsumer {
         self.answer_each(responses, Self::drain_as_driver)
     }
 
+    /// As [`SteadyConsumer::round_as_driver`], with the deliveries handed out on demand
+    /// ([`Consumer::deliver_on_demand`](rocketmq_consumer_core::Consumer::deliver_on_demand)):
+    /// each handler finishes as its delivery is handed out, settling it in the same call. The
+    /// consumer must have been switched to on-demand deliveries.
+    ///
+    /// # Panics
+    ///
+    /// As [`SteadyConsumer::round`].
+    pub fn round_on_demand(&mut self, responses: &[Command]) -> usize {
+        self.answer_each(responses, Self::drain_on_demand)
+    }
+
     fn answer_each(&mut self, responses: &[Command], drain: fn(&mut Self) -> usize) -> usize {
         let mut delivered = 0;
         for (queue, response) in responses.iter().enumerate() {
@@ -365,6 +377,31 @@ impl SteadyConsumer {
                 self.tick();
                 self.consumer
                     .complete(self.now, delivery.id, ConsumeOutcome::Success);
+            }
+        }
+    }
+
+    /// The driver's pass with deliveries on demand and handlers that finish at once; returns
+    /// the number of messages delivered.
+    fn drain_on_demand(&mut self) -> usize {
+        use rocketmq_consumer_core::{ConsumeOutcome, Handled};
+
+        let mut delivered = 0;
+        loop {
+            while let Some(output) = self.consumer.poll_output_except_deliveries() {
+                self.carry(output);
+            }
+            self.tick();
+            let now = self.now;
+            let handed = self.consumer.deliver_now(now, |delivery| {
+                delivered += delivery.messages.len();
+                Handled::Done {
+                    outcome: ConsumeOutcome::Success,
+                    at: now,
+                }
+            });
+            if !handed {
+                return delivered;
             }
         }
     }

@@ -73,8 +73,8 @@ pub use config::{ConfigError, ConsumeFrom, ConsumeMode, ConsumerConfig, MessageM
 pub use consumer::{Consumer, RETRY_TOPIC_PREFIX};
 pub use messages::Messages;
 pub use output::{
-    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Output, Polled, RequestId,
-    ShutdownReport, Wire,
+    ConnId, ConsumeOutcome, Delivery, DeliveryId, Event, FailureReason, Handled, Output, Polled,
+    RequestId, ShutdownReport, Wire,
 };
 pub use pop::{PopConfig, PopConsumer, PopMode};
 pub use proto::MessageQueue;

@@ -36,6 +36,23 @@ pub struct Delivery {
     pub messages: Messages,
 }
 
+/// What became of a delivery handed to a handler by
+/// [`Consumer::deliver_now`](crate::Consumer::deliver_now).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handled {
+    /// The handler finished at `at` (not before the time the delivery was handed out) with
+    /// `outcome`: the delivery is settled at once, and its id names nothing any more.
+    Done {
+        /// The handler's verdict.
+        outcome: ConsumeOutcome,
+        /// When it finished.
+        at: std::time::Instant,
+    },
+    /// The handler goes on: the delivery is in flight until
+    /// [`Consumer::complete`](crate::Consumer::complete) names its id.
+    Running,
+}
+
 /// The handler's verdict on a delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -137,6 +137,7 @@ impl RateLimiter {
     }
 
     /// Whether any limit is set (the consumer skips every check when none is).
+    #[inline]
     pub(crate) fn is_active(&self) -> bool {
         self.consumer.is_some() || !self.topics.is_empty()
     }

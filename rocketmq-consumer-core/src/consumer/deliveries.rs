@@ -68,6 +68,16 @@ pub(crate) struct Flight {
 }
 
 impl Flight {
+    /// A delivery from `source` handed out at `now`.
+    #[inline]
+    pub(crate) fn new(now: Instant, source: Source, trace: Option<OpenTrace>) -> Self {
+        Self {
+            source,
+            started: now,
+            trace: trace.map(Box::new),
+        }
+    }
+
     /// Whether this delivery holds messages of queue `key` in life `epoch`.
     fn holds(&self, key: QueueKey, epoch: Epoch) -> bool {
         matches!(self.source, Source::Queue { key: k, epoch: e, .. } if k == key && e == epoch)
@@ -80,15 +90,22 @@ impl Flight {
 /// a ring from the oldest in flight on: a delivery that ends leaves a hole until those before
 /// it ended too. The ring keeps its capacity, so a delivery costs no allocation (a `BTreeMap`
 /// made and freed a node whenever the last delivery in flight ended, as an inline handler's
-/// does before the next starts: 0.13 allocations a message).
+/// does before the next starts: 0.13 allocations a message). A delivery whose handler
+/// finished while it was handed out ([`Consumer::deliver_now`](super::Consumer::deliver_now))
+/// takes a number but never enters the ring, so each slot names its number.
 #[derive(Debug, Default)]
 pub(crate) struct Deliveries {
-    /// `slots[i]` is delivery `first_seq + i`, `None` once it ended; never a `None` in front.
-    slots: VecDeque<Option<Flight>>,
-    first_seq: u64,
+    /// In ascending sequence order, `None` once ended; never a `None` in front.
+    slots: VecDeque<Slot>,
     /// The `Some` slots.
     live: usize,
     next_seq: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    seq: u64,
+    flight: Option<Flight>,
 }
 
 impl Deliveries {
@@ -99,32 +116,42 @@ impl Deliveries {
         source: Source,
         trace: Option<OpenTrace>,
     ) -> DeliveryId {
+        let id = self.next_id();
+        self.insert(id, Flight::new(now, source, trace));
+        id
+    }
+
+    /// The number of the next delivery; [`Deliveries::insert`] puts it in flight (or nothing
+    /// does, when its handler finished as it was handed out).
+    #[inline]
+    pub(crate) fn next_id(&mut self) -> DeliveryId {
         self.next_seq += 1;
-        let seq = self.next_seq;
-        if self.slots.is_empty() {
-            self.first_seq = seq;
-        }
-        self.slots.push_back(Some(Flight {
-            source,
-            started: now,
-            trace: trace.map(Box::new),
-        }));
+        DeliveryId { seq: self.next_seq }
+    }
+
+    /// Puts delivery `id` in flight: the newest number handed out, so it goes at the back.
+    #[inline]
+    pub(crate) fn insert(&mut self, id: DeliveryId, flight: Flight) {
+        debug_assert!(self.slots.back().is_none_or(|last| last.seq < id.seq));
+        self.slots.push_back(Slot {
+            seq: id.seq,
+            flight: Some(flight),
+        });
         self.live += 1;
-        DeliveryId { seq }
     }
 
     /// Ends delivery `id`; `None` when it is not in flight (completed already, expired, or
     /// abandoned at shutdown).
     pub(crate) fn finish(&mut self, id: DeliveryId) -> Option<Flight> {
         let index = self.index(id.seq)?;
-        let flight = self.slots.get_mut(index)?.take()?;
+        let flight = self.slots.get_mut(index)?.flight.take()?;
         self.live -= 1;
         self.drop_ended_front();
         Some(flight)
     }
 
     pub(crate) fn get(&self, id: DeliveryId) -> Option<&Flight> {
-        self.slots.get(self.index(id.seq)?)?.as_ref()
+        self.slots.get(self.index(id.seq)?)?.flight.as_ref()
     }
 
     /// How many are in flight.
@@ -138,7 +165,10 @@ impl Deliveries {
 
     /// Whether any delivery holds messages of queue `key` in life `epoch`.
     pub(crate) fn any_of(&self, key: QueueKey, epoch: Epoch) -> bool {
-        self.slots.iter().flatten().any(|f| f.holds(key, epoch))
+        self.slots
+            .iter()
+            .filter_map(|slot| slot.flight.as_ref())
+            .any(|f| f.holds(key, epoch))
     }
 
     /// Ends every queue delivery handed out `timeout` before `now` or earlier, and returns
@@ -148,14 +178,14 @@ impl Deliveries {
             .slots
             .iter()
             .enumerate()
-            .filter_map(|(i, slot)| slot.as_ref().map(|f| (i, f)))
+            .filter_map(|(i, slot)| slot.flight.as_ref().map(|f| (i, f)))
             .take_while(|(_, f)| f.started + timeout <= now)
             .filter(|(_, f)| matches!(f.source, Source::Queue { .. }))
             .map(|(i, _)| i)
             .collect();
         let taken: Vec<Flight> = expired
             .into_iter()
-            .filter_map(|i| self.slots.get_mut(i).and_then(Option::take))
+            .filter_map(|i| self.slots.get_mut(i).and_then(|slot| slot.flight.take()))
             .collect();
         self.live -= taken.len();
         self.drop_ended_front();
@@ -170,16 +200,20 @@ impl Deliveries {
         count
     }
 
-    /// Where delivery `seq` sits, if the ring reaches it.
+    /// Where delivery `seq` sits in the ring: mostly the oldest in flight, as deliveries end
+    /// in about the order they started.
+    #[inline]
     fn index(&self, seq: u64) -> Option<usize> {
-        let index = usize::try_from(seq.checked_sub(self.first_seq)?).ok()?;
-        (index < self.slots.len()).then_some(index)
+        if self.slots.front()?.seq == seq {
+            return Some(0);
+        }
+        self.slots.binary_search_by_key(&seq, |slot| slot.seq).ok()
     }
 
+    #[inline]
     fn drop_ended_front(&mut self) {
-        while self.slots.front().is_some_and(Option::is_none) {
+        while self.slots.front().is_some_and(|slot| slot.flight.is_none()) {
             self.slots.pop_front();
-            self.first_seq += 1;
         }
     }
 }

@@ -65,7 +65,7 @@ use crate::stats::{ConsumerStats, Histogram, LatencyBuckets, QueueStats};
 use crate::timer::{Timer, TimerQueue};
 use app_answers::AppAnswers;
 use cluster::ClusterView;
-use deliveries::{Deliveries, Source};
+use deliveries::{Deliveries, Flight, Source};
 use local_offsets::LocalOffsets;
 use message_trace::ReturnType;
 use queues::{Phase, QueueTable, Start};
@@ -109,6 +109,9 @@ pub struct Consumer {
     /// Deliveries handed out and not polled yet, in order: kept apart from `outputs` so a
     /// driver takes them with [`Consumer::poll_delivery`] after the rest, in one move.
     to_deliver: VecDeque<Delivery>,
+    /// Queue deliveries are handed out only when asked for, by [`Consumer::deliver_now`]
+    /// (see [`Consumer::deliver_on_demand`]).
+    on_demand: bool,
     /// Broadcasting's local offset table.
     local_offsets: LocalOffsets,
     /// Where queues revoked while their broker was unreachable stood.
@@ -233,6 +236,7 @@ impl Consumer {
             awaiting_heartbeat: Vec::new(),
             outputs: VecDeque::new(),
             to_deliver: VecDeque::new(),
+            on_demand: false,
             ack_commit_armed: false,
             local_offsets: LocalOffsets::default(),
             stranded: StrandedOffsets::default(),
@@ -445,6 +449,12 @@ impl Consumer {
             self.counters.stale_completions += 1;
             return;
         };
+        self.finish_flight(now, flight, outcome);
+    }
+
+    /// A delivery ended at `now` with `outcome`: its stats, its trace, and its messages'
+    /// fate.
+    fn finish_flight(&mut self, now: Instant, flight: Flight, outcome: ConsumeOutcome) {
         let took = now.saturating_duration_since(flight.started);
         self.counters.consume_time += took;
         self.counters.consume_latency.record(took);

@@ -247,6 +247,29 @@ impl QueueTable {
         Some(result)
     }
 
+    /// As [`QueueTable::change_cache`], for queue `key` only while it is in life `epoch`;
+    /// returns the queue's phase with `f`'s result. One lookup, as this runs for every
+    /// completion.
+    pub(crate) fn change_live_cache<R>(
+        &mut self,
+        key: QueueKey,
+        epoch: Epoch,
+        f: impl FnOnce(&mut ProcessQueue) -> R,
+    ) -> Option<(R, Phase)> {
+        let state = self.by_key.get_mut(&key).filter(|s| s.epoch == epoch)?;
+        let phase = state.phase;
+        let (messages, bytes) = (state.pq.len(), state.pq.bytes());
+        let result = f(&mut state.pq);
+        self.cached_messages = self.cached_messages + state.pq.len() - messages;
+        self.cached_bytes = self.cached_bytes + state.pq.bytes() - bytes;
+        if state.pq.has_ready() {
+            self.ready.insert(key);
+        } else {
+            self.ready.remove(&key);
+        }
+        Some((result, phase))
+    }
+
     /// Restarts queue `key`'s position at `offset` (see [`QueueState::restart_at`]).
     pub(crate) fn restart_at(&mut self, key: QueueKey, offset: i64) {
         if let Some(state) = self.by_key.get(&key) {

@@ -23,6 +23,7 @@ pub(super) struct RateHold {
 
 impl RateHold {
     /// Whether the consumer-wide limit holds everything now.
+    #[inline]
     pub(super) fn consumer_wide(&mut self, rate: &RateLimiter, now: Instant) -> bool {
         if !rate.is_active() {
             return false;
@@ -31,6 +32,7 @@ impl RateHold {
     }
 
     /// Whether queue `key`'s topic limit holds it now (it keeps its place in the turns).
+    #[inline]
     pub(super) fn topic_of(
         &mut self,
         rate: &RateLimiter,
@@ -57,6 +59,7 @@ impl RateHold {
     }
 
     /// Books `messages` of `queue`, handed out at `now`.
+    #[inline]
     pub(super) fn handed_out(
         &mut self,
         rate: &mut RateLimiter,

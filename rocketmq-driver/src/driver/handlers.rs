@@ -5,7 +5,7 @@
 use std::panic::AssertUnwindSafe;
 use std::task::Context;
 
-use consumer_core::{ConsumeOutcome, Consumer, Delivery};
+use consumer_core::{ConsumeOutcome, Consumer, Delivery, Handled};
 use futures_channel::mpsc;
 use futures_util::FutureExt;
 
@@ -36,6 +36,11 @@ impl<R: Runtime> Handlers<R> {
         }
     }
 
+    /// Whether there is a handler to run (none in poll mode).
+    pub(super) fn has_handler(&self) -> bool {
+        self.handler.is_some()
+    }
+
     /// A new pass over the consumer's outputs: a fresh budget of first polls here.
     pub(super) fn new_pass(&mut self) {
         self.inline.new_pass();
@@ -57,24 +62,29 @@ impl<R: Runtime> Handlers<R> {
         self.inline.last_end = None;
     }
 
-    /// Runs the handler (its first poll here when [`Inline`] says so, the rest on its own task)
-    /// and reports the outcome. A handler that panics, on either side, is answered
-    /// [`ConsumeOutcome::ReconsumeLater`], so its messages come again. Orderly
-    /// consumption needs nothing more here: the core hands out one delivery per queue at a
-    /// time, so per-queue order holds across these tasks.
-    pub(super) fn deliver(&mut self, consumer: &mut Consumer, delivery: Delivery) {
+    /// When a delivery handed out now starts: the time of this pass's last clock read while
+    /// first polls run here (they share reads, see [`Inline::TIMED_TOGETHER`]), else now.
+    pub(super) fn start_time(&self) -> std::time::Instant {
+        self.inline.last_end.unwrap_or_else(|| self.runtime.now())
+    }
+
+    /// Runs the handler for a delivery the consumer hands out now, at `now`: its first poll
+    /// here when [`Inline`] says so, the rest on its own task, which reports the outcome as
+    /// an input. A handler that panics, on either side, is answered
+    /// [`ConsumeOutcome::ReconsumeLater`], so its messages come again. Orderly consumption
+    /// needs nothing more here: the core hands out one delivery per queue at a time, so
+    /// per-queue order holds across these tasks.
+    pub(super) fn run(&mut self, delivery: Delivery, now: std::time::Instant) -> Handled {
         let Some(handler) = self.handler.as_mut() else {
             // Poll mode delivers nothing; should a delivery come anyway, say it failed so the
             // core retries it instead of waiting for a completion that never comes.
-            consumer.complete(
-                self.runtime.now(),
-                delivery.id,
-                ConsumeOutcome::ReconsumeLater,
-            );
-            return;
+            return Handled::Done {
+                outcome: ConsumeOutcome::ReconsumeLater,
+                at: now,
+            };
         };
         let Delivery { id, messages, .. } = delivery;
-        let started = if self.inline.try_take() {
+        let run = if self.inline.try_take() {
             // The first poll here: a handler that finishes without waiting costs no task, no
             // hand-off to another thread, no completion message and no allocation (see
             // `handler`). One that waits continues on its own task, whose first poll
@@ -82,24 +92,27 @@ impl<R: Runtime> Handlers<R> {
             // in this pass (or the pass's start), so the consumer's own small share of each
             // is counted too; quick ones are timed together (`Inline::TIMED_TOGETHER`).
             if self.inline.last_end.is_none() {
-                self.inline.last_end = Some(self.runtime.now());
+                self.inline.last_end = Some(now);
             }
             let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
             let run = handler.start(messages, Some(&mut cx));
-            let now = self
+            let at = self
                 .inline
                 .first_polled(matches!(run, Started::Done(_)), || self.runtime.now());
-            (run, Some(now))
-        } else {
-            (handler.start(messages, None), None)
-        };
-        let run = match started {
-            (Started::Done(outcome), now) => {
-                let now = now.unwrap_or_else(|| self.runtime.now());
-                consumer.complete(now, id, outcome);
-                return;
+            match run {
+                Started::Done(outcome) => return Handled::Done { outcome, at },
+                Started::Running(run) => run,
             }
-            (Started::Running(run), _) => run,
+        } else {
+            match handler.start(messages, None) {
+                Started::Done(outcome) => {
+                    return Handled::Done {
+                        outcome,
+                        at: self.runtime.now(),
+                    };
+                }
+                Started::Running(run) => run,
+            }
         };
         let inputs = self.inputs.clone();
         self.runtime.spawn(Box::pin(async move {
@@ -109,6 +122,18 @@ impl<R: Runtime> Handlers<R> {
                 .unwrap_or(ConsumeOutcome::ReconsumeLater);
             let _ = inputs.unbounded_send(Input::Completed(id, outcome));
         }));
+        Handled::Running
+    }
+
+    /// Runs the handler for `delivery`, one the consumer queued for
+    /// [`Consumer::poll_delivery`] (a broker's `CONSUME_MESSAGE_DIRECTLY`), as
+    /// [`Handlers::run`] does, and completes it when it finished at once.
+    pub(super) fn deliver(&mut self, consumer: &mut Consumer, delivery: Delivery) {
+        let id = delivery.id;
+        let now = self.start_time();
+        if let Handled::Done { outcome, at } = self.run(delivery, now) {
+            consumer.complete(at, id, outcome);
+        }
     }
 }
 

@@ -89,14 +89,18 @@ impl<R: Runtime> Driver<R> {
             waiters: Waiters::default(),
         };
         let mut wake = Wake::new(runtime.clone());
+        if io.handlers.has_handler() {
+            // Deliveries are asked for as each pass has room for them (see `Io::drain`).
+            consumer.deliver_on_demand();
+        }
         loop {
-            io.drain(&mut consumer);
+            let more = io.drain(&mut consumer);
             io.conns.flush().await;
             if consumer.is_closed() {
                 break;
             }
             let deadline = consumer.poll_timeout();
-            let woken = if consumer.ready_deliveries() == 0 {
+            let woken = if !more {
                 wake.next(deadline, &mut inputs, &mut io.conns).await
             } else {
                 // Deliveries left for the next pass: a look at what came meanwhile, no wait.
@@ -288,19 +292,26 @@ impl<R: Runtime> Io<R> {
         stats
     }
 
-    /// Carries out everything the consumer asks for, and hands ready messages to a waiting
-    /// `Take` (which may make the consumer pull, so its outputs are drained again).
+    /// Carries out everything the consumer asks for, runs the handler for the messages it
+    /// has ready, and hands ready messages to a waiting `Take` (which may make the consumer
+    /// pull, so its outputs are drained again). Returns whether deliveries may be left for
+    /// the next pass.
     ///
     /// Deliveries wait until the consumer has nothing else to ask: what it asked of the
     /// brokers by then (the next pulls of every queue whose answer came) is written first, in
-    /// one write, and the handlers run while the brokers work on it. Those the pass has no
-    /// budget of first polls left for wait for the next pass, after a look at the inputs,
-    /// rather than go to tasks of their own.
-    fn drain(&mut self, consumer: &mut Consumer) {
+    /// one write, and the handlers run while the brokers work on it. The consumer hands out
+    /// one delivery at a time, when asked ([`Consumer::deliver_now`]), and a handler that
+    /// finishes on its first poll here settles it in the same call; what that asks of the
+    /// brokers goes out before the next delivery. Once the pass's budget of first polls here
+    /// is spent, the rest wait for the next pass, after a look at the inputs, rather than go
+    /// to tasks of their own.
+    fn drain(&mut self, consumer: &mut Consumer) -> bool {
         self.handlers.new_pass();
         loop {
+            let mut carried = false;
             while let Some(output) = consumer.poll_output_except_deliveries() {
                 self.handlers.interrupted();
+                carried = true;
                 match output {
                     Output::Wire(wire) => self.conns.carry(wire),
                     Output::Deliver(delivery) => self.handlers.deliver(consumer, delivery),
@@ -316,30 +327,34 @@ impl<R: Runtime> Io<R> {
                     Output::Event(event) => self.on_event(event),
                 }
             }
-            // The deliveries ready now, once what the consumer asked before them is written;
-            // the ones their completions hand out wait for the pulls those ask for.
-            let mut ready = consumer.ready_deliveries();
-            if ready > 0 {
-                self.handlers.interrupted();
-                self.conns.write_held();
-                while ready > 0 && self.handlers.may_start_here() {
-                    let Some(delivery) = consumer.poll_delivery() else {
-                        break;
-                    };
-                    ready -= 1;
-                    self.handlers.deliver(consumer, delivery);
-                }
-                if ready == 0 {
-                    continue;
-                }
+            if !self.handlers.may_start_here() {
                 self.handlers.interrupted();
                 self.hooks.end_pass();
-                return;
+                return true;
+            }
+            if carried {
+                self.conns.write_held();
+            }
+            // A broker's `CONSUME_MESSAGE_DIRECTLY` waits in the consumer's queue; the owned
+            // queues' messages are asked for.
+            let handed = match consumer.poll_delivery() {
+                Some(delivery) => {
+                    self.handlers.deliver(consumer, delivery);
+                    true
+                }
+                None => {
+                    let now = self.handlers.start_time();
+                    let handlers = &mut self.handlers;
+                    consumer.deliver_now(now, |delivery| handlers.run(delivery, now))
+                }
+            };
+            if handed {
+                continue;
             }
             self.handlers.interrupted();
             if !self.serve_take(consumer) {
                 self.hooks.end_pass();
-                return;
+                return false;
             }
         }
     }
