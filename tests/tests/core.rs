@@ -21,6 +21,8 @@ mod consume_timeout;
 mod consumer_wide_limit_resumes_at_room;
 #[path = "core/crashed_broker_offsets_restored.rs"]
 mod crashed_broker_offsets_restored;
+#[path = "core/deliveries_on_demand.rs"]
+mod deliveries_on_demand;
 #[path = "core/final_commits_survive_a_lost_connection.rs"]
 mod final_commits_survive_a_lost_connection;
 #[path = "core/flow_control_pauses_pull.rs"]

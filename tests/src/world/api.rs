@@ -94,6 +94,9 @@ impl World {
             unix_ms,
         )
         .expect("the test's consumer configuration is valid");
+        if self.config.deliver_on_demand {
+            consumer.deliver_on_demand();
+        }
         consumer
             .subscribe(self.now, &self.config.topic, "*")
             .expect("the simulation's topic is valid");
@@ -111,6 +114,7 @@ impl World {
             stored: BTreeMap::new(),
             hold: false,
             held: Vec::new(),
+            at_once: None,
             revoking: Vec::new(),
             traces: Vec::new(),
             paused: BTreeSet::new(),

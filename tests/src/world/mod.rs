@@ -108,6 +108,11 @@ pub struct WorldConfig {
     /// consumer's quiet hand-over must make every group change duplicate-free
     /// (`ConsumerConfig::handover_timeout`).
     pub forbid_duplicates: bool,
+    /// The consumers hand out their deliveries on demand, one at a time as the driver asks
+    /// for them (`Consumer::deliver_on_demand`, `Consumer::deliver_now`), and half of the
+    /// handlers finish as theirs is handed out (`Handled::Done`), settling it in the same
+    /// call; the rest run for their time as with [`WorldConfig::handler_time`].
+    pub deliver_on_demand: bool,
 }
 
 /// Clustering: how long any message may wait to be first consumed after it was produced or
@@ -164,6 +169,7 @@ impl WorldConfig {
             commit_lag: Duration::ZERO,
             graceful_churn: false,
             forbid_duplicates: false,
+            deliver_on_demand: false,
         }
     }
 
@@ -171,7 +177,8 @@ impl WorldConfig {
     /// (`handover_timeout` 6 s) in a concurrent
     /// clustering group of three over a steady stream of 600 messages (handlers of 1 to 40 ms,
     /// so deliveries are in flight at every change), nothing consumed twice
-    /// ([`WorldConfig::forbid_duplicates`]).
+    /// ([`WorldConfig::forbid_duplicates`]); odd seeds hand deliveries out on demand
+    /// ([`WorldConfig::deliver_on_demand`]).
     pub fn graceful(seed: u64) -> Self {
         let mut config = Self::new(seed);
         config.graceful_churn = true;
@@ -184,6 +191,7 @@ impl WorldConfig {
             c.handover_timeout = Duration::from_secs(6);
             c
         };
+        config.deliver_on_demand = seed % 2 == 1;
         config
     }
 }
@@ -198,7 +206,9 @@ impl WorldConfig {
     /// Every tenth (seeds ending in 9) runs in poll mode instead, its application polling
     /// ([`WorldConfig::poller`]). Every seventh (3, 10, 17, ...: every mode and model, with and
     /// without ACL, over the cycle) runs with slaves copying 0 to 300 ms behind and a master
-    /// lost for minutes ([`WorldConfig::slaves`]).
+    /// lost for minutes ([`WorldConfig::slaves`]). Every other run of three seeds (3 to 5, 9
+    /// to 11, ...) hands deliveries out on demand, as the driver does
+    /// ([`WorldConfig::deliver_on_demand`]).
     pub fn rotating(seed: u64) -> Self {
         let mut config = Self::new(seed);
         if seed % 7 == 3 {
@@ -223,6 +233,7 @@ impl WorldConfig {
         config.rate_limit = (seed % 5 == 3).then_some(25);
         config.pauses = seed % 7 == 5;
         config.trace = seed % 2 == 1;
+        config.deliver_on_demand = (seed / 3) % 2 == 1;
         if (seed / 4) % 2 == 1 {
             config.consumer_config = |mut c| {
                 c.consume_batch_size = 3;
@@ -333,6 +344,10 @@ pub struct Node {
     pub hold: bool,
     /// Deliveries handed out while [`Node::hold`] was set and not completed by the test yet.
     pub held: Vec<DeliveryId>,
+    /// With [`WorldConfig::deliver_on_demand`]: whether the handlers finish as their
+    /// deliveries are handed out (`Some(true)`: all; `Some(false)`: none); `None`, half of
+    /// them at random. Never while [`Node::hold`] is set.
+    pub at_once: Option<bool>,
     /// With `revoke_hook`: every revoke the consumer announced ([`Output::Revoking`](consumer_core::Output::Revoking)), with
     /// the time it did; the world never answers them (a test calls `revoke_done`, or the
     /// revoke deadline ends them).
@@ -659,17 +674,8 @@ impl World {
                 self.nodes[i].consumer.handle_disconnected(now, conn);
             }
             Ev::Complete(i, id, outcome) => {
-                if let Some(out) = self.nodes[i].outstanding.remove(&id)
-                    && !self.nodes[i].consumer.is_closed()
-                {
-                    let consumed = match outcome {
-                        ConsumeOutcome::Success => out.origins.len(),
-                        ConsumeOutcome::Retry { consumed, .. } => consumed,
-                        _ => 0,
-                    };
-                    for (mq, offset) in out.origins.into_iter().take(consumed).flatten() {
-                        self.consumed_now(i, mq, offset);
-                    }
+                if let Some(out) = self.nodes[i].outstanding.remove(&id) {
+                    self.handler_done(i, out.origins, outcome);
                 }
                 self.nodes[i].consumer.complete(now, id, outcome);
             }
@@ -750,6 +756,22 @@ impl World {
     }
 
     /// Node `i`'s application consumed the message produced at `mq`/`offset`.
+    /// Node `i`'s handler finished a delivery of the messages from `origins` with `outcome`:
+    /// those it consumed are consumed now (unless the node closed meanwhile).
+    fn handler_done(&mut self, i: usize, origins: Vec<Option<Position>>, outcome: ConsumeOutcome) {
+        if self.nodes[i].consumer.is_closed() {
+            return;
+        }
+        let consumed = match outcome {
+            ConsumeOutcome::Success => origins.len(),
+            ConsumeOutcome::Retry { consumed, .. } => consumed,
+            _ => 0,
+        };
+        for (mq, offset) in origins.into_iter().take(consumed).flatten() {
+            self.consumed_now(i, mq, offset);
+        }
+    }
+
     fn consumed_now(&mut self, i: usize, mq: MessageQueue, offset: i64) {
         self.first_consumed
             .entry((mq.clone(), offset))

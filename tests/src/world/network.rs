@@ -5,12 +5,14 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use consumer_core::{ConsumeMode, ConsumeOutcome, Event, Output, Wire};
+use std::collections::BTreeSet;
+
+use consumer_core::{ConsumeMode, ConsumeOutcome, Delivery, Event, Handled, Output, Wire};
 use proto::headers::SendMessageRequestV2;
 use proto::{Command, FrameDecoder, HeaderEncoding, RequestCode, frame};
 
 use super::{Ev, Outstanding, Position, World};
-use crate::sim::ConnKey;
+use crate::sim::{ConnKey, SimRng};
 
 impl World {
     /// Carries out every output of every node and the cluster until none is left.
@@ -18,18 +20,25 @@ impl World {
         loop {
             let mut progress = false;
             for i in 0..self.nodes.len() {
-                // No input reaches the consumer while its outputs are drained, so every
-                // delivery comes after every other output (`Consumer::poll_output`).
-                let mut delivering = false;
-                while let Some(output) = self.nodes[i].consumer.poll_output() {
+                loop {
+                    // No input reaches the consumer while its outputs are drained, so every
+                    // delivery comes after every other output (`Consumer::poll_output`).
+                    let mut delivering = false;
+                    while let Some(output) = self.nodes[i].consumer.poll_output() {
+                        progress = true;
+                        let delivery = matches!(output, Output::Deliver(_));
+                        self.fail_if(
+                            delivering && !delivery,
+                            &format!("node {i}: an output came after a delivery in one drain"),
+                        );
+                        delivering |= delivery;
+                        self.on_output(i, output);
+                    }
+                    // On demand, one delivery at a time, then what it asked for.
+                    if !(self.config.deliver_on_demand && self.deliver_one_now(i)) {
+                        break;
+                    }
                     progress = true;
-                    let delivery = matches!(output, Output::Deliver(_));
-                    self.fail_if(
-                        delivering && !delivery,
-                        &format!("node {i}: an output came after a delivery in one drain"),
-                    );
-                    delivering |= delivery;
-                    self.on_output(i, output);
                 }
             }
             while let Some((key, command)) = self.cluster.poll_output() {
@@ -123,73 +132,11 @@ impl World {
                 }
             }
             Output::Deliver(delivery) => {
-                self.deliveries += 1;
                 let owned = self.nodes[i]
                     .consumer
                     .assignment()
                     .any(|q| q == delivery.queue);
-                self.fail_if(
-                    !owned,
-                    &format!(
-                        "node {i} delivered {:?} which it does not own",
-                        delivery.queue
-                    ),
-                );
-                self.fail_if(
-                    self.nodes[i].paused.contains(&delivery.queue),
-                    &format!("node {i} delivered {:?}, which it paused", delivery.queue),
-                );
-                if self.config.mode == ConsumeMode::Orderly {
-                    self.check_orderly_delivery(i, &delivery);
-                }
-                let origins: Vec<Option<Position>> = delivery
-                    .messages
-                    .iter()
-                    .map(|m| self.origin.get(m.body()).cloned())
-                    .collect();
-                let poisoned = delivery
-                    .messages
-                    .iter()
-                    .position(|m| self.poison.contains(m.body()));
-                self.nodes[i].outstanding.insert(
-                    delivery.id,
-                    Outstanding {
-                        queue: delivery.queue.clone(),
-                        origins,
-                    },
-                );
-                self.nodes[i].delivered.push((self.now, delivery.clone()));
-                if self.nodes[i].hold {
-                    self.nodes[i].held.push(delivery.id);
-                    return;
-                }
-                let (lo, hi) = self.config.handler_time;
-                let took =
-                    lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1));
-                let len = delivery.messages.len();
-                let outcome = match poisoned {
-                    // A poisoned message never succeeds; those before it may.
-                    Some(0) => ConsumeOutcome::ReconsumeLater,
-                    Some(k) => ConsumeOutcome::Retry {
-                        consumed: k,
-                        delay_level: 0,
-                    },
-                    None if self.rng.chance(self.config.reconsume_percent, 100) => {
-                        match self.rng.below(3) {
-                            0 => ConsumeOutcome::ReconsumeLater,
-                            1 => ConsumeOutcome::Retry {
-                                consumed: self.rng.index(len),
-                                delay_level: 0,
-                            },
-                            _ => ConsumeOutcome::Suspend(Duration::from_millis(
-                                10 + self.rng.below(200),
-                            )),
-                        }
-                    }
-                    None => ConsumeOutcome::Success,
-                };
-                let at = self.now + took;
-                self.schedule(at, Ev::Complete(i, delivery.id, outcome));
+                self.handed(i, delivery, owned, None);
             }
             Output::StoreOffsets(table) => {
                 self.nodes[i].stored = table.into_iter().collect();
@@ -205,6 +152,90 @@ impl World {
                 self.note(format!("node {i}: {event:?}"));
             }
         }
+    }
+
+    /// With [`WorldConfig::deliver_on_demand`](super::WorldConfig::deliver_on_demand): asks
+    /// node `i` for a delivery, as the driver does; its handler may finish as it is handed
+    /// out ([`Node::at_once`](super::Node::at_once)). Returns whether there was one.
+    fn deliver_one_now(&mut self, i: usize) -> bool {
+        let now = self.now;
+        let assigned: Vec<_> = self.nodes[i].consumer.assignment().collect();
+        let at_once = !self.nodes[i].hold
+            && match self.nodes[i].at_once {
+                Some(all) => all,
+                None => self.rng.chance(1, 2),
+            };
+        let (rng, config, poison) = (&mut self.rng, &self.config, &self.poison);
+        let mut handed = None;
+        let went = self.nodes[i].consumer.deliver_now(now, |delivery| {
+            let outcome = at_once.then(|| draw_outcome(rng, config, poison, &delivery));
+            handed = Some((delivery, outcome));
+            match outcome {
+                Some(outcome) => Handled::Done { outcome, at: now },
+                None => Handled::Running,
+            }
+        });
+        self.fail_if(
+            went != handed.is_some(),
+            &format!("node {i}: deliver_now returned {went}, but handed out {handed:?}"),
+        );
+        if let Some((delivery, outcome)) = handed {
+            let owned = assigned.contains(&delivery.queue);
+            self.handed(i, delivery, owned, outcome);
+        }
+        went
+    }
+
+    /// Node `i` handed out `delivery` (of a queue it `owned` then): the checks every delivery
+    /// must pass, then its handler runs, or (`finished`) already ran and was settled.
+    fn handed(
+        &mut self,
+        i: usize,
+        delivery: Delivery,
+        owned: bool,
+        finished: Option<ConsumeOutcome>,
+    ) {
+        self.deliveries += 1;
+        self.fail_if(
+            !owned,
+            &format!(
+                "node {i} delivered {:?} which it does not own",
+                delivery.queue
+            ),
+        );
+        self.fail_if(
+            self.nodes[i].paused.contains(&delivery.queue),
+            &format!("node {i} delivered {:?}, which it paused", delivery.queue),
+        );
+        if self.config.mode == ConsumeMode::Orderly {
+            self.check_orderly_delivery(i, &delivery);
+        }
+        let origins: Vec<Option<Position>> = delivery
+            .messages
+            .iter()
+            .map(|m| self.origin.get(m.body()).cloned())
+            .collect();
+        self.nodes[i].delivered.push((self.now, delivery.clone()));
+        if let Some(outcome) = finished {
+            self.handler_done(i, origins, outcome);
+            return;
+        }
+        self.nodes[i].outstanding.insert(
+            delivery.id,
+            Outstanding {
+                queue: delivery.queue.clone(),
+                origins,
+            },
+        );
+        if self.nodes[i].hold {
+            self.nodes[i].held.push(delivery.id);
+            return;
+        }
+        let (lo, hi) = self.config.handler_time;
+        let took = lo + Duration::from_micros(self.rng.below((hi - lo).as_micros() as u64 + 1));
+        let outcome = draw_outcome(&mut self.rng, &self.config, &self.poison, &delivery);
+        let at = self.now + took;
+        self.schedule(at, Ev::Complete(i, delivery.id, outcome));
     }
 
     pub(super) fn latency(&mut self) -> Duration {
@@ -282,4 +313,36 @@ pub(super) fn decode(bytes: &Bytes) -> Command {
         .decode(&mut buf)
         .expect("the codec decodes what it encoded")
         .expect("one whole frame")
+}
+
+/// A handler's verdict on `delivery`: a poisoned message never succeeds (those before it
+/// may), and `config.reconsume_percent` of the rest ask, at random, to reconsume later, to
+/// retry part of the batch or to suspend.
+fn draw_outcome(
+    rng: &mut SimRng,
+    config: &super::WorldConfig,
+    poison: &BTreeSet<Bytes>,
+    delivery: &Delivery,
+) -> ConsumeOutcome {
+    let len = delivery.messages.len();
+    let poisoned = delivery
+        .messages
+        .iter()
+        .position(|m| poison.contains(m.body()));
+    match poisoned {
+        Some(0) => ConsumeOutcome::ReconsumeLater,
+        Some(k) => ConsumeOutcome::Retry {
+            consumed: k,
+            delay_level: 0,
+        },
+        None if rng.chance(config.reconsume_percent, 100) => match rng.below(3) {
+            0 => ConsumeOutcome::ReconsumeLater,
+            1 => ConsumeOutcome::Retry {
+                consumed: rng.index(len),
+                delay_level: 0,
+            },
+            _ => ConsumeOutcome::Suspend(Duration::from_millis(10 + rng.below(200))),
+        },
+        None => ConsumeOutcome::Success,
+    }
 }
