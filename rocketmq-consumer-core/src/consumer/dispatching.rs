@@ -67,6 +67,11 @@ impl Consumer {
     ///
     /// Messages are handed out this way only after [`Consumer::deliver_on_demand`] (before
     /// it, and in poll mode, this returns `false` and calls nothing).
+    ///
+    /// `run` must not unwind: catch a handler's panic inside it and answer a failure (the
+    /// driver answers [`ConsumeOutcome::ReconsumeLater`]). A delivery whose `run` unwound is
+    /// neither settled nor in flight, so its messages wait in their queue's cache, holding
+    /// its commit point below them, until the queue is revoked.
     pub fn deliver_now(&mut self, now: Instant, run: impl FnOnce(Delivery) -> Handled) -> bool {
         if !self.on_demand
             || !self.delivers()

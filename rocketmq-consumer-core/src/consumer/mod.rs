@@ -455,7 +455,12 @@ impl Consumer {
     /// A delivery ended at `now` with `outcome`: its stats, its trace, and its messages'
     /// fate.
     fn finish_flight(&mut self, now: Instant, flight: Flight, outcome: ConsumeOutcome) {
-        let took = now.saturating_duration_since(flight.started);
+        // Quick handlers timed together share one clock read, so many end when they started.
+        let took = if now == flight.started {
+            Duration::ZERO
+        } else {
+            now.saturating_duration_since(flight.started)
+        };
         self.counters.consume_time += took;
         self.counters.consume_latency.record(took);
         if let Some(trace) = flight.trace {

@@ -86,6 +86,10 @@ impl ProcessQueue {
 
     /// Marks up to `max` ready messages in flight and returns them, lowest offset first.
     pub fn take_ready(&mut self, max: usize) -> Messages {
+        if max == 1 {
+            // One message a delivery, the default: no collection to grow.
+            return self.take_one().map(Messages::from).unwrap_or_default();
+        }
         let mut out = Messages::with_capacity(max.min(self.ready));
         let mut i = self.ready_from;
         while out.len() < max && self.ready > 0 {
@@ -102,6 +106,26 @@ impl ProcessQueue {
         }
         self.ready_from = i;
         out
+    }
+
+    /// Marks the first ready message in flight and returns it.
+    fn take_one(&mut self) -> Option<Message> {
+        if self.ready == 0 {
+            return None;
+        }
+        let mut i = self.ready_from;
+        while let Some(entry) = self.entries.get_mut(i) {
+            i += 1;
+            if entry.state == State::Ready {
+                entry.state = State::InFlight;
+                self.ready -= 1;
+                self.in_flight += 1;
+                self.ready_from = i;
+                return Some(entry.message.clone());
+            }
+        }
+        self.ready_from = i;
+        None
     }
 
     /// Acknowledges consumed messages: they leave the cache.
