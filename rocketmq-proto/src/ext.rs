@@ -275,7 +275,7 @@ macro_rules! ext_integer {
                 raw.trim().parse().ok()
             }
             fn to_ext(&self) -> ExtString {
-                ExtString::display(self)
+                ExtString::integer(i64::from(*self))
             }
         }
     )*};
