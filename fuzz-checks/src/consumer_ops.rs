@@ -1,8 +1,9 @@
 //! The consumer core under any sequence of inputs a broker and an application can produce:
 //! plausible answers (routes, member lists, offsets, pull results with real records, lock
 //! grants) mixed with wrong codes and garbage bodies, broker-initiated requests, lost
-//! connections, time jumps, completions with every outcome, and the poll-mode calls. It must
-//! never panic, and its caches must stay within their limits.
+//! connections, time jumps, completions with every outcome, and the poll-mode calls; half the
+//! runs hand deliveries out on demand, settled at once or left running. It must never panic,
+//! and its caches must stay within their limits.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -10,8 +11,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use rocketmq_consumer_core::rate::RateLimit;
 use rocketmq_consumer_core::{
-    ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, MessageModel,
-    Output, Polled, Wire,
+    ConnId, ConsumeMode, ConsumeOutcome, Consumer, ConsumerConfig, DeliveryId, Handled,
+    MessageModel, Output, Polled, Wire,
 };
 use rocketmq_proto::body::{
     BrokerData, ConsumerListBody, LockBatchRequestBody, LockBatchResponseBody, QueueData,
@@ -239,6 +240,19 @@ fn broker_request(c: &mut Choices<'_>) -> Command {
     request
 }
 
+/// A handler's verdict, as the fuzzer picks it.
+fn outcome(c: &mut Choices<'_>) -> ConsumeOutcome {
+    match c.below(4) {
+        0 => ConsumeOutcome::Success,
+        1 => ConsumeOutcome::ReconsumeLater,
+        2 => ConsumeOutcome::Retry {
+            consumed: c.below(4),
+            delay_level: c.below(5) as i32 - 1,
+        },
+        _ => ConsumeOutcome::Suspend(Duration::from_millis(u64::from(c.u16()))),
+    }
+}
+
 /// Runs the check on one input; panics when it finds a fault.
 pub fn check(data: &[u8]) {
     let mut c = Choices(data);
@@ -264,11 +278,15 @@ pub fn check(data: &[u8]) {
             limit
         });
     }
+    let on_demand = c.below(2) == 0;
     let start = Instant::now();
     let mut now = start;
     let Ok(mut consumer) = Consumer::new(config, CLIENT, now, 1_700_000_000_000) else {
         return;
     };
+    if on_demand {
+        consumer.deliver_on_demand();
+    }
     let expression = ["*", "TagA || TagB"][c.below(2)];
     consumer
         .subscribe(now, "T", expression)
@@ -315,17 +333,33 @@ pub fn check(data: &[u8]) {
                 let response = answer(&mut c, &request);
                 consumer.handle_command(now, conn, response);
             }
+            // On demand: a delivery asked for, its handler done at once or still running.
+            // Either id may be completed later: a settled one's completion is stale.
+            5 if on_demand && c.below(2) == 0 => {
+                let at_once = c.below(2) == 0;
+                let outcome = outcome(&mut c);
+                let mut handed = None;
+                let went = consumer.deliver_now(now, |delivery| {
+                    handed = Some((delivery.queue.clone(), delivery.id));
+                    if at_once {
+                        Handled::Done { outcome, at: now }
+                    } else {
+                        Handled::Running
+                    }
+                });
+                assert_eq!(
+                    went,
+                    handed.is_some(),
+                    "deliver_now says what it handed out"
+                );
+                if let Some((queue, id)) = handed {
+                    queues.push(queue);
+                    deliveries.push(id);
+                }
+            }
             5 if !deliveries.is_empty() => {
                 let id = deliveries.swap_remove(c.below(deliveries.len()));
-                let outcome = match c.below(4) {
-                    0 => ConsumeOutcome::Success,
-                    1 => ConsumeOutcome::ReconsumeLater,
-                    2 => ConsumeOutcome::Retry {
-                        consumed: c.below(4),
-                        delay_level: c.below(5) as i32 - 1,
-                    },
-                    _ => ConsumeOutcome::Suspend(Duration::from_millis(u64::from(c.u16()))),
-                };
+                let outcome = outcome(&mut c);
                 consumer.complete(now, id, outcome);
             }
             6 if !conns.is_empty() => {
