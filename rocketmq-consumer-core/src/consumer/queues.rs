@@ -234,17 +234,8 @@ impl QueueTable {
         key: QueueKey,
         f: impl FnOnce(&mut ProcessQueue) -> R,
     ) -> Option<R> {
-        let state = self.by_key.get_mut(&key)?;
-        let (messages, bytes) = (state.pq.len(), state.pq.bytes());
-        let result = f(&mut state.pq);
-        self.cached_messages = self.cached_messages + state.pq.len() - messages;
-        self.cached_bytes = self.cached_bytes + state.pq.bytes() - bytes;
-        if state.pq.has_ready() {
-            self.ready.insert(key);
-        } else {
-            self.ready.remove(&key);
-        }
-        Some(result)
+        self.change_cache_if(key, |_| true, f)
+            .map(|(result, _)| result)
     }
 
     /// As [`QueueTable::change_cache`], for queue `key` only while it is in life `epoch`;
@@ -256,7 +247,20 @@ impl QueueTable {
         epoch: Epoch,
         f: impl FnOnce(&mut ProcessQueue) -> R,
     ) -> Option<(R, Phase)> {
-        let state = self.by_key.get_mut(&key).filter(|s| s.epoch == epoch)?;
+        self.change_cache_if(key, |state| state.epoch == epoch, f)
+    }
+
+    /// Changes queue `key`'s cache with `f` when `wanted` says so of the queue, and keeps the
+    /// totals and the turns (see [`QueueTable::change_cache`]); returns `f`'s result and the
+    /// queue's phase.
+    #[inline]
+    fn change_cache_if<R>(
+        &mut self,
+        key: QueueKey,
+        wanted: impl FnOnce(&QueueState) -> bool,
+        f: impl FnOnce(&mut ProcessQueue) -> R,
+    ) -> Option<(R, Phase)> {
+        let state = self.by_key.get_mut(&key).filter(|s| wanted(s))?;
         let phase = state.phase;
         let (messages, bytes) = (state.pq.len(), state.pq.bytes());
         let result = f(&mut state.pq);
