@@ -49,7 +49,8 @@ impl ExtString {
 
     /// `value` in decimal, as Java's `String.valueOf(long)` writes it (always inline: 20
     /// characters at most). Written digit by digit: a pull request has a dozen numbers, and
-    /// `fmt`'s machinery cost more than the rest of building its header.
+    /// `fmt`'s machinery cost more than the rest of building its header (message trace
+    /// records write their numbers with it too).
     pub fn integer(value: i64) -> Self {
         // The digits from the last, then the sign, then turned around.
         let mut bytes = [0u8; INLINE];

@@ -334,27 +334,12 @@ impl Fields<'_> {
         self.0.push(CONTENT_SEPARATOR);
     }
 
-    /// A number, in decimal as Java's `StringBuilder.append(long)` writes it (by hand: this
-    /// runs for several fields of every traced message, and `fmt` costs more than the rest).
+    /// A number, in decimal as Java's `StringBuilder.append(long)` writes it (by hand, with
+    /// the header fields' writer: this runs for several fields of every traced message, and
+    /// `fmt` costs more than the rest).
     fn num(&mut self, value: impl Into<i64>) {
-        let value: i64 = value.into();
-        // u64::MAX has 20 digits; the digits are made last first.
-        let mut digits = [0u8; 20];
-        let mut len = 0;
-        let mut rest = value.unsigned_abs();
-        for slot in digits.iter_mut() {
-            *slot = b'0' + (rest % 10) as u8;
-            len += 1;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        if value < 0 {
-            self.0.push('-');
-        }
         self.0
-            .extend(digits.iter().take(len).rev().map(|&d| char::from(d)));
+            .push_str(crate::ExtString::integer(value.into()).as_str());
         self.0.push(CONTENT_SEPARATOR);
     }
 
