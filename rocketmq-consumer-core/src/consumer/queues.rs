@@ -109,7 +109,7 @@ pub(crate) struct Start {
 /// Every owned queue, with the ready set and the cache totals (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct QueueTable {
-    by_key: BTreeMap<QueueKey, QueueState>,
+    by_key: Owned,
     by_queue: BTreeMap<MessageQueue, QueueKey>,
     /// Keys of queues that may have messages ready to deliver (a superset: a queue found with
     /// nothing ready when its turn comes is dropped from it then).
@@ -130,27 +130,24 @@ impl QueueTable {
         let epoch = self.new_epoch();
         let offset = start.offset.unwrap_or(0);
         self.by_queue.insert(mq.clone(), key);
-        self.by_key.insert(
+        self.by_key.insert(QueueState {
+            mq,
             key,
-            QueueState {
-                mq,
-                key,
-                epoch,
-                phase: start.phase,
-                pq: ProcessQueue::new(offset),
-                next_offset: offset,
-                pull_broker_id: 0,
-                max_offset: 0,
-                persisted: start.offset,
-                committed_once: false,
-                committing: false,
-                lease: start.lease,
-                manual_commit: start.manual_commit.then_some(offset),
-                last_pull: None,
-                revoke_hook: None,
-                stuck: None,
-            },
-        );
+            epoch,
+            phase: start.phase,
+            pq: ProcessQueue::new(offset),
+            next_offset: offset,
+            pull_broker_id: 0,
+            max_offset: 0,
+            persisted: start.offset,
+            committed_once: false,
+            committing: false,
+            lease: start.lease,
+            manual_commit: start.manual_commit.then_some(offset),
+            last_pull: None,
+            revoke_hook: None,
+            stuck: None,
+        });
         (key, epoch)
     }
 
@@ -162,7 +159,7 @@ impl QueueTable {
 
     /// Forgets queue `key` and its share of the totals.
     pub(crate) fn remove(&mut self, key: QueueKey) -> Option<QueueState> {
-        let state = self.by_key.remove(&key)?;
+        let state = self.by_key.remove(key)?;
         self.by_queue.remove(&state.mq);
         self.ready.remove(&key);
         self.cached_messages -= state.pq.len();
@@ -171,22 +168,22 @@ impl QueueTable {
     }
 
     pub(crate) fn get(&self, key: QueueKey) -> Option<&QueueState> {
-        self.by_key.get(&key)
+        self.by_key.get(key)
     }
 
     /// The queue's fields other than its cache (see [`QueueTable::change_cache`]).
     pub(crate) fn get_mut(&mut self, key: QueueKey) -> Option<&mut QueueState> {
-        self.by_key.get_mut(&key)
+        self.by_key.get_mut(key)
     }
 
     /// Queue `key` if it is still in life `epoch`.
     pub(crate) fn live(&self, key: QueueKey, epoch: Epoch) -> Option<&QueueState> {
-        self.by_key.get(&key).filter(|s| s.epoch == epoch)
+        self.by_key.get(key).filter(|s| s.epoch == epoch)
     }
 
     /// Queue `key` if it is still in life `epoch`, for its fields other than the cache.
     pub(crate) fn live_mut(&mut self, key: QueueKey, epoch: Epoch) -> Option<&mut QueueState> {
-        self.by_key.get_mut(&key).filter(|s| s.epoch == epoch)
+        self.by_key.get_mut(key).filter(|s| s.epoch == epoch)
     }
 
     /// The key `mq` is owned under.
@@ -196,7 +193,7 @@ impl QueueTable {
 
     /// The owned queue named `mq`.
     pub(crate) fn by_queue(&self, mq: &MessageQueue) -> Option<&QueueState> {
-        self.key_of(mq).and_then(|key| self.by_key.get(&key))
+        self.key_of(mq).and_then(|key| self.by_key.get(key))
     }
 
     /// Every owned queue, by key.
@@ -213,12 +210,12 @@ impl QueueTable {
     pub(crate) fn in_name_order(&self) -> impl Iterator<Item = &QueueState> + '_ {
         self.by_queue
             .values()
-            .filter_map(|key| self.by_key.get(key))
+            .filter_map(|&key| self.by_key.get(key))
     }
 
     /// The keys of every owned queue.
     pub(crate) fn keys(&self) -> Vec<QueueKey> {
-        self.by_key.keys().copied().collect()
+        self.by_key.keys.clone()
     }
 
     /// Messages and body bytes cached across all queues.
@@ -260,7 +257,7 @@ impl QueueTable {
         wanted: impl FnOnce(&QueueState) -> bool,
         f: impl FnOnce(&mut ProcessQueue) -> R,
     ) -> Option<(R, Phase)> {
-        let state = self.by_key.get_mut(&key).filter(|s| wanted(s))?;
+        let state = self.by_key.get_mut(key).filter(|s| wanted(s))?;
         let phase = state.phase;
         let (messages, bytes) = (state.pq.len(), state.pq.bytes());
         let result = f(&mut state.pq);
@@ -276,11 +273,11 @@ impl QueueTable {
 
     /// Restarts queue `key`'s position at `offset` (see [`QueueState::restart_at`]).
     pub(crate) fn restart_at(&mut self, key: QueueKey, offset: i64) {
-        if let Some(state) = self.by_key.get(&key) {
+        if let Some(state) = self.by_key.get(key) {
             self.cached_messages -= state.pq.len();
             self.cached_bytes -= state.pq.bytes();
         }
-        if let Some(state) = self.by_key.get_mut(&key) {
+        if let Some(state) = self.by_key.get_mut(key) {
             state.restart_at(offset);
         }
     }
@@ -317,7 +314,7 @@ impl QueueTable {
         max: usize,
         servable: impl FnOnce(&QueueState) -> bool,
     ) -> Option<(MessageQueue, Epoch, Messages)> {
-        let Some(state) = self.by_key.get_mut(&key) else {
+        let Some(state) = self.by_key.get_mut(key) else {
             self.ready.remove(&key);
             return None;
         };
@@ -334,7 +331,7 @@ impl QueueTable {
 
     /// Marks queue `key` ready (it has messages to deliver again).
     pub(crate) fn mark_ready(&mut self, key: QueueKey) {
-        if self.by_key.contains_key(&key) {
+        if self.by_key.get(key).is_some() {
             self.ready.insert(key);
         }
     }
@@ -343,6 +340,60 @@ impl QueueTable {
     /// its cache changes or it is marked ready.
     pub(crate) fn not_ready(&mut self, key: QueueKey) {
         self.ready.remove(&key);
+    }
+}
+
+/// The owned queues in key order. Keys are handed out in increasing order, so a new queue goes
+/// at the end; a queue is looked up twice a delivery (its turn, its completion), by a binary
+/// search over the keys alone, which for a few dozen queues sit in one or two cache lines,
+/// rather than down a tree.
+#[derive(Debug, Default)]
+struct Owned {
+    /// Sorted, and `states[i].key == keys[i]`.
+    keys: Vec<QueueKey>,
+    states: Vec<QueueState>,
+}
+
+impl Owned {
+    fn insert(&mut self, state: QueueState) {
+        match self.keys.binary_search(&state.key) {
+            // Keys are not reused; were one to be, its new life replaces the old.
+            Ok(at) => {
+                if let Some(slot) = self.states.get_mut(at) {
+                    *slot = state;
+                }
+            }
+            Err(at) => {
+                self.keys.insert(at, state.key);
+                self.states.insert(at, state);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: QueueKey) -> Option<QueueState> {
+        let at = self.keys.binary_search(&key).ok()?;
+        self.keys.remove(at);
+        Some(self.states.remove(at))
+    }
+
+    #[inline]
+    fn get(&self, key: QueueKey) -> Option<&QueueState> {
+        let at = self.keys.binary_search(&key).ok()?;
+        self.states.get(at)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, key: QueueKey) -> Option<&mut QueueState> {
+        let at = self.keys.binary_search(&key).ok()?;
+        self.states.get_mut(at)
+    }
+
+    fn values(&self) -> std::slice::Iter<'_, QueueState> {
+        self.states.iter()
+    }
+
+    fn values_mut(&mut self) -> std::slice::IterMut<'_, QueueState> {
+        self.states.iter_mut()
     }
 }
 
@@ -423,6 +474,26 @@ mod tests {
         table.remove(a);
         assert_eq!(table.cached(), (0, 0));
         assert!(table.key_of(&MessageQueue::new("T", "b", 0)).is_none());
+    }
+
+    #[test]
+    fn queues_stay_found_by_key_after_one_in_the_middle_leaves() {
+        let mut table = QueueTable::default();
+        let keys: Vec<QueueKey> = (0..5)
+            .map(|id| table.insert(MessageQueue::new("T", "b", id), start()).0)
+            .collect();
+        assert!(table.remove(keys[2]).is_some());
+        assert!(table.get(keys[2]).is_none(), "gone");
+        assert!(table.remove(keys[2]).is_none(), "removed once");
+        for (id, &key) in keys.iter().enumerate().filter(|&(id, _)| id != 2) {
+            let state = table.get(key).expect("still owned");
+            assert_eq!(state.mq, MessageQueue::new("T", "b", id as i32));
+        }
+        let (late, _) = table.insert(MessageQueue::new("T", "b", 2), start());
+        assert!(late > keys[4], "a new life gets a new, larger key");
+        assert_eq!(table.keys(), vec![keys[0], keys[1], keys[3], keys[4], late]);
+        let ids: Vec<i32> = table.iter().map(|s| s.mq.queue_id()).collect();
+        assert_eq!(ids, vec![0, 1, 3, 4, 2], "in key order");
     }
 
     #[test]
