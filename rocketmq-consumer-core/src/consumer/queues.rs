@@ -347,11 +347,16 @@ impl QueueTable {
 /// at the end; a queue is looked up twice a delivery (its turn, its completion), by a binary
 /// search over the keys alone, which for a few dozen queues sit in one or two cache lines,
 /// rather than down a tree.
+///
+/// A completion most often follows its queue's turn at once (a handler that finishes as it is
+/// handed its messages), so the index last changed is tried before the search.
 #[derive(Debug, Default)]
 struct Owned {
     /// Sorted, and `states[i].key == keys[i]`.
     keys: Vec<QueueKey>,
     states: Vec<QueueState>,
+    /// Where the queue last changed was: a guess, checked before it is used.
+    last: usize,
 }
 
 impl Owned {
@@ -371,20 +376,28 @@ impl Owned {
     }
 
     fn remove(&mut self, key: QueueKey) -> Option<QueueState> {
-        let at = self.keys.binary_search(&key).ok()?;
+        let at = self.find(key)?;
         self.keys.remove(at);
         Some(self.states.remove(at))
     }
 
     #[inline]
+    fn find(&self, key: QueueKey) -> Option<usize> {
+        if self.keys.get(self.last) == Some(&key) {
+            return Some(self.last);
+        }
+        self.keys.binary_search(&key).ok()
+    }
+
+    #[inline]
     fn get(&self, key: QueueKey) -> Option<&QueueState> {
-        let at = self.keys.binary_search(&key).ok()?;
-        self.states.get(at)
+        self.states.get(self.find(key)?)
     }
 
     #[inline]
     fn get_mut(&mut self, key: QueueKey) -> Option<&mut QueueState> {
-        let at = self.keys.binary_search(&key).ok()?;
+        let at = self.find(key)?;
+        self.last = at;
         self.states.get_mut(at)
     }
 
