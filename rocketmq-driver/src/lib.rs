@@ -63,6 +63,8 @@ mod tls;
 mod trace_dispatch;
 mod transport;
 
+/// The `bytes` crate this one uses: [`Runtime::poll_read_in_place`] reads into its `BytesMut`.
+pub use bytes;
 pub use consumer_core::is_access_refusal;
 pub use consumer_core::namespace::Namespace;
 pub use consumer_core::pop::{PopEvent, PopMessage, PopShutdownReport, PopStats, Receipt};

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use futures_io::{AsyncRead, AsyncWrite};
@@ -84,5 +85,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Transport<S> {
             #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
         }
+    }
+}
+
+/// One of a connection's two halves ([`split`]): the reading and the writing of a connection
+/// are separate streams to the driver, but one task polls both, so the lock is never waited
+/// for; it only makes sharing the connection sound. Unlike `futures`' split halves, a half
+/// gives the connection itself to the reader, so a runtime may read into it in place
+/// ([`Runtime::poll_read_in_place`]).
+pub(crate) struct Half<S>(Arc<Mutex<Transport<S>>>);
+
+/// The reading and the writing half of `transport`.
+pub(crate) fn split<S>(transport: Transport<S>) -> (Half<S>, Half<S>) {
+    let shared = Arc::new(Mutex::new(transport));
+    (Half(Arc::clone(&shared)), Half(shared))
+}
+
+impl<S> Half<S> {
+    /// The connection. A panic while it was held leaves it as the panic found it, which the
+    /// next read or write reports if it is broken.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Transport<S>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Half<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut *self.lock()).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_close(cx)
     }
 }

@@ -70,9 +70,12 @@
 //! throughout, so a runtime with paused time drives the consumer consistently.
 
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use driver::BoxFuture;
+use driver::bytes::BytesMut;
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt};
 
@@ -139,5 +142,16 @@ impl Runtime for TokioRuntime {
             driver::socket::configure_tcp(&stream)?;
             Ok(stream.compat())
         })
+    }
+
+    /// Reads into `buf`'s spare capacity through tokio's `ReadBuf`, which takes memory not yet
+    /// initialized: no copy from a buffer of the driver's own.
+    fn poll_read_in_place(
+        stream: Pin<&mut Self::Stream>,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Option<Poll<io::Result<usize>>> {
+        let stream = Pin::into_inner(stream).get_mut();
+        Some(tokio_util::io::poll_read_buf(Pin::new(stream), cx, buf))
     }
 }

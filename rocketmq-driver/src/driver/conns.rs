@@ -15,14 +15,13 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, BytesMut};
 use consumer_core::{ConnId, Wire};
-use futures_util::io::{AsyncReadExt, WriteHalf};
 use futures_util::stream::{self, BoxStream, SelectAll};
 use futures_util::{AsyncWrite, StreamExt, future};
 use proto::{Command, HeaderEncoding, frame};
 
 use crate::connection;
 use crate::runtime::Runtime;
-use crate::transport::{self, Connector, Transport};
+use crate::transport::{self, Connector, Half};
 
 /// What happened on one of the client's connections (events of connections it closed are
 /// dropped: it expects nothing more of them).
@@ -40,7 +39,7 @@ pub(crate) enum ConnEvent {
 }
 
 /// The write half of an open connection.
-type Writer<R> = WriteHalf<Transport<<R as Runtime>::Stream>>;
+type Writer<R> = Half<<R as Runtime>::Stream>;
 
 /// What a connection's stream yields: as [`ConnEvent`], but an opening hands its write half
 /// over.
@@ -169,8 +168,8 @@ impl<R: Runtime> Conns<R> {
                     return stream::iter([(conn, lost)]).boxed();
                 }
             };
-            let (reader, writer) = stream.split();
-            let frames = connection::frames(reader).map(move |read| match read {
+            let (reader, writer) = transport::split(stream);
+            let frames = connection::frames(connection::Reader::<R>::new(reader)).map(move |read| match read {
                 Ok(command) => (conn, Raw::Frame(command)),
                 Err(ended) => {
                     // A consumer only hears "lost" (its requests fail as Disconnected): a peer

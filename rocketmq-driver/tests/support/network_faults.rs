@@ -66,6 +66,14 @@ impl<R: Runtime> Runtime for Proxied<R> {
             .unwrap_or(addr);
         self.0.connect(target)
     }
+
+    fn poll_read_in_place(
+        stream: std::pin::Pin<&mut Self::Stream>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut driver::bytes::BytesMut,
+    ) -> Option<std::task::Poll<io::Result<usize>>> {
+        R::poll_read_in_place(stream, cx, buf)
+    }
 }
 
 /// Rounds of messages the producer sends, [`PER_ROUND`] each, [`ROUND_EVERY`] apart.

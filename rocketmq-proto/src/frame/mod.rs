@@ -133,8 +133,22 @@ impl FrameDecoder {
         self.max_frame_len
     }
 
-    /// Takes one whole frame off the front of `buf` and decodes it.
+    /// Takes one whole frame off the front of `buf` and decodes it. When the frame at the
+    /// front is not whole yet, room for the rest of it is reserved in `buf`.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Command>, FrameError> {
+        let command = self.decode_whole(buf)?;
+        if command.is_none()
+            && let Some(needed) = self.frame_len(buf)?
+        {
+            buf.reserve(needed.saturating_sub(buf.len()));
+        }
+        Ok(command)
+    }
+
+    /// The length of the frame at the front of `buf`, its 4-byte length prefix included, once
+    /// the prefix is there; an error when the prefix is not a valid length or announces more
+    /// than the maximum.
+    pub fn frame_len(&self, buf: &[u8]) -> Result<Option<usize>, FrameError> {
         let Some(prefix) = buf.first_chunk::<4>() else {
             return Ok(None);
         };
@@ -149,9 +163,17 @@ impl FrameDecoder {
                 max: self.max_frame_len,
             });
         }
-        let needed = 4 + total;
+        Ok(Some(4 + total))
+    }
+
+    /// As [`FrameDecoder::decode`], but `buf` is left as it is while the frame at the front is
+    /// not whole: for a caller that keeps the buffer's room itself ([`FrameDecoder::frame_len`]
+    /// says how much the frame needs).
+    pub fn decode_whole(&mut self, buf: &mut BytesMut) -> Result<Option<Command>, FrameError> {
+        let Some(needed) = self.frame_len(buf)? else {
+            return Ok(None);
+        };
         if buf.len() < needed {
-            buf.reserve(needed - buf.len());
             return Ok(None);
         }
         let mut frame = buf.split_to(needed).freeze();

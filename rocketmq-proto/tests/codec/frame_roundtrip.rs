@@ -1,9 +1,12 @@
 //! Encoding a command and decoding the frame gives the same command back, in both header
-//! encodings, and the frame decoder yields identical frames however the stream is chunked.
+//! encodings, and the frame decoder yields identical frames however the stream is chunked,
+//! reserving room for partial frames (`decode`) or not (`decode_whole`).
 
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
-use rocketmq_proto::{Command, ExtFields, FrameDecoder, HeaderEncoding, LanguageCode, frame};
+use rocketmq_proto::{
+    Command, ExtFields, FrameDecoder, FrameError, HeaderEncoding, LanguageCode, frame,
+};
 
 fn command() -> impl Strategy<Value = Command> {
     let text = "[a-zA-Z0-9 _%@#:.\\-\u{1}\u{2}\"\\\\é中]{1,24}";
@@ -36,6 +39,15 @@ fn encoding() -> impl Strategy<Value = HeaderEncoding> {
 }
 
 fn decode_chunked(stream: &[u8], cuts: &[usize]) -> Vec<Command> {
+    let reserving = decode_chunked_by(stream, cuts, FrameDecoder::decode);
+    let whole_only = decode_chunked_by(stream, cuts, FrameDecoder::decode_whole);
+    assert_eq!(reserving, whole_only, "decode and decode_whole agree");
+    reserving
+}
+
+type Decode = fn(&mut FrameDecoder, &mut BytesMut) -> Result<Option<Command>, FrameError>;
+
+fn decode_chunked_by(stream: &[u8], cuts: &[usize], decode: Decode) -> Vec<Command> {
     let mut decoder = FrameDecoder::default();
     let mut buf = BytesMut::new();
     let mut out = Vec::new();
@@ -46,7 +58,7 @@ fn decode_chunked(stream: &[u8], cuts: &[usize]) -> Vec<Command> {
     for end in ends {
         buf.extend_from_slice(&stream[start..end.max(start)]);
         start = end.max(start);
-        while let Some(command) = decoder.decode(&mut buf).expect("valid stream") {
+        while let Some(command) = decode(&mut decoder, &mut buf).expect("valid stream") {
             out.push(command);
         }
     }
@@ -135,4 +147,52 @@ fn unknown_language_code_survives_json() {
         .expect("valid")
         .expect("whole");
     assert_eq!(decoded.language, LanguageCode(22));
+}
+
+/// A frame not whole yet: `decode` reserves room for the rest of it in the buffer,
+/// `decode_whole` leaves the buffer as it is, and `frame_len` says how long the frame is.
+#[test]
+fn a_partial_frame_is_measured_and_room_is_reserved_only_by_decode() {
+    let command =
+        Command::response(rocketmq_proto::ResponseCode::SUCCESS, 7).with_body(vec![1u8; 10_000]);
+    let mut wire = BytesMut::new();
+    frame::encode(&command, HeaderEncoding::Binary, &mut wire).expect("fits");
+    let mut decoder = FrameDecoder::default();
+    assert_eq!(
+        decoder.frame_len(&wire[..3]).expect("valid"),
+        None,
+        "no prefix yet"
+    );
+    assert_eq!(
+        decoder.frame_len(&wire[..4]).expect("valid"),
+        Some(wire.len())
+    );
+
+    let mut partial = BytesMut::with_capacity(100);
+    partial.extend_from_slice(&wire[..100]);
+    assert_eq!(decoder.decode_whole(&mut partial).expect("valid"), None);
+    assert_eq!(
+        partial.capacity(),
+        100,
+        "decode_whole leaves the room alone"
+    );
+    assert_eq!(decoder.decode(&mut partial).expect("valid"), None);
+    assert!(partial.capacity() >= wire.len(), "decode reserved the rest");
+    partial.extend_from_slice(&wire[100..]);
+    assert_eq!(
+        decoder.decode_whole(&mut partial).expect("valid"),
+        Some(command)
+    );
+    assert!(partial.is_empty());
+
+    let bad = (-1i32).to_be_bytes();
+    assert!(matches!(
+        decoder.frame_len(&bad),
+        Err(FrameError::BadLength(-1))
+    ));
+    let small = FrameDecoder::new(1024);
+    assert!(matches!(
+        small.frame_len(&wire),
+        Err(FrameError::TooLarge { .. })
+    ));
 }
