@@ -1,10 +1,14 @@
 //! The frame decoder never panics, never consumes more than it was given, and yields the same
-//! commands however the input is chunked (the first byte picks the chunk size).
+//! commands however the input is chunked (the first byte picks the chunk size), whether it
+//! reserves room for partial frames (`decode`) or not (`decode_whole`, which the driver uses,
+//! with `frame_len` telling it what a partial frame needs).
 
 use bytes::BytesMut;
 use rocketmq_proto::{Command, FrameDecoder, FrameError};
 
-fn decode_all(input: &[u8], chunk: usize) -> (Vec<Command>, Option<FrameError>) {
+type Decode = fn(&mut FrameDecoder, &mut BytesMut) -> Result<Option<Command>, FrameError>;
+
+fn decode_all(input: &[u8], chunk: usize, decode: Decode) -> (Vec<Command>, Option<FrameError>) {
     let mut decoder = FrameDecoder::new(64 * 1024);
     let mut buf = BytesMut::new();
     let mut out = Vec::new();
@@ -12,12 +16,18 @@ fn decode_all(input: &[u8], chunk: usize) -> (Vec<Command>, Option<FrameError>) 
         buf.extend_from_slice(piece);
         loop {
             let before = buf.len();
-            match decoder.decode(&mut buf) {
+            match decode(&mut decoder, &mut buf) {
                 Ok(Some(command)) => {
                     assert!(buf.len() < before, "a frame must consume bytes");
                     out.push(command);
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    assert_eq!(buf.len(), before, "no frame, no bytes consumed");
+                    if let Ok(Some(needed)) = decoder.frame_len(&buf) {
+                        assert!(needed > buf.len(), "a whole frame was left undecoded");
+                    }
+                    break;
+                }
                 Err(e) => return (out, Some(e)),
             }
         }
@@ -30,7 +40,12 @@ pub fn check(data: &[u8]) {
     let Some((&chunk, input)) = data.split_first() else {
         return;
     };
-    let whole = decode_all(input, input.len());
-    let chunked = decode_all(input, usize::from(chunk));
+    let whole = decode_all(input, input.len(), FrameDecoder::decode);
+    let chunked = decode_all(input, usize::from(chunk), FrameDecoder::decode);
     assert_eq!(whole, chunked, "chunking changed the decoded frames");
+    let in_place = decode_all(input, usize::from(chunk), FrameDecoder::decode_whole);
+    assert_eq!(
+        whole, in_place,
+        "decode_whole decoded other frames than decode"
+    );
 }
