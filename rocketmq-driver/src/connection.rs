@@ -60,9 +60,10 @@ struct ReadBuffer {
 }
 
 impl ReadBuffer {
+    /// A buffer with its first region (an open connection is read at once).
     fn new() -> Self {
         Self {
-            filled: BytesMut::new(),
+            filled: BytesMut::with_capacity(REGION),
             earlier: VecDeque::new(),
         }
     }

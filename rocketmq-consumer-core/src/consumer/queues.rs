@@ -215,7 +215,7 @@ impl QueueTable {
 
     /// The keys of every owned queue.
     pub(crate) fn keys(&self) -> Vec<QueueKey> {
-        self.by_key.keys.clone()
+        self.by_key.keys().to_vec()
     }
 
     /// Messages and body bytes cached across all queues.
@@ -399,6 +399,10 @@ impl Owned {
         let at = self.find(key)?;
         self.last = at;
         self.states.get_mut(at)
+    }
+
+    fn keys(&self) -> &[QueueKey] {
+        &self.keys
     }
 
     fn values(&self) -> std::slice::Iter<'_, QueueState> {
