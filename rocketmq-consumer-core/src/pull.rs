@@ -95,12 +95,7 @@ pub(crate) fn interpret(
                 subscription.filter(|s| !s.tags_set.is_empty() && !s.class_filter_mode);
             // Filtered and fixed up in place: the decoded batch's vector is the one cached.
             let mut messages = batch.messages;
-            messages.retain_mut(|message| {
-                if let Some(sub) = tag_filter
-                    && !sub.accepts_tag(message.tags())
-                {
-                    return false;
-                }
+            let fix_up = |message: &mut Message| {
                 if message.topic_is(retry_topic)
                     && let Some(original) = message.property(property::RETRY_TOPIC)
                 {
@@ -111,8 +106,18 @@ pub(crate) fn interpret(
                     let logical = message.queue_offset().saturating_add(offset_delta);
                     message.set_queue_offset(logical);
                 }
-                true
-            });
+            };
+            match tag_filter {
+                Some(sub) => messages.retain_mut(|message| {
+                    let accepted = sub.accepts_tag(message.tags());
+                    if accepted {
+                        fix_up(message);
+                    }
+                    accepted
+                }),
+                // Nothing leaves: one pass without `retain`'s bookkeeping.
+                None => messages.iter_mut().for_each(fix_up),
+            }
             let next_offset = match &corrupt {
                 Some((_, resume)) => *resume,
                 None => header.next_begin_offset,

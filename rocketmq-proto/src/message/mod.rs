@@ -249,7 +249,8 @@ impl Message {
     /// Whether the topic is `topic`. A byte comparison, without [`Message::topic`]'s UTF-8
     /// check: the consumer asks it of every message it pulls (is this a retry delivery?).
     pub fn topic_is(&self, topic: &str) -> bool {
-        self.topic_bytes() == topic.as_bytes()
+        // Most often of another length: answered without finding the bytes.
+        self.topic_len as usize == topic.len() && self.topic_bytes() == topic.as_bytes()
     }
 
     fn topic_bytes(&self) -> &[u8] {
