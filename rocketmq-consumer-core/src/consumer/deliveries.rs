@@ -70,11 +70,11 @@ pub(crate) struct Flight {
 impl Flight {
     /// A delivery from `source` handed out at `now`.
     #[inline]
-    pub(crate) fn new(now: Instant, source: Source, trace: Option<OpenTrace>) -> Self {
+    pub(crate) fn new(now: Instant, source: Source, trace: Option<Box<OpenTrace>>) -> Self {
         Self {
             source,
             started: now,
-            trace: trace.map(Box::new),
+            trace,
         }
     }
 
@@ -114,7 +114,7 @@ impl Deliveries {
         &mut self,
         now: Instant,
         source: Source,
-        trace: Option<OpenTrace>,
+        trace: Option<Box<OpenTrace>>,
     ) -> DeliveryId {
         let id = self.next_id();
         self.insert(id, Flight::new(now, source, trace));

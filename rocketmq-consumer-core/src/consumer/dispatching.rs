@@ -20,7 +20,8 @@ struct Taken {
     queue: proto::MessageQueue,
     messages: Messages,
     source: Source,
-    trace: Option<OpenTrace>,
+    /// Boxed, as in [`Flight`]: a turn's result is moved a few times on every delivery.
+    trace: Option<Box<OpenTrace>>,
 }
 
 impl Consumer {
@@ -170,7 +171,7 @@ impl Consumer {
         &mut self,
         now: Instant,
         messages: &[proto::message::Message],
-    ) -> Option<OpenTrace> {
+    ) -> Option<Box<OpenTrace>> {
         if !self.config.trace {
             return None;
         }
@@ -184,7 +185,7 @@ impl Consumer {
         };
         let (open, records) = message_trace::open(&group, request_id, self.unix_ms(now), messages)?;
         self.outputs.push_back(Output::Trace(records));
-        Some(open)
+        Some(Box::new(open))
     }
 
     /// A rate limit held messages back: wake when the first of them may go.
