@@ -36,10 +36,10 @@ use wake::{Wake, Woken};
 
 /// How long a closing consumer waits for its last message trace records to be sent.
 const TRACE_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
-/// Most connection events fed to the consumer in one pass: the first, and those already read
-/// with it (a read of the socket brings several answers when the broker is quick). The pulls
-/// their answers make go out in one write, then their messages are delivered, and the frames
-/// still read wait for the next pass.
+/// Most connection events a push consumer with a handler is fed in one pass: the first, and
+/// those already read with it (a read of the socket brings several answers when the broker is
+/// quick). The pulls their answers make go out in one write, then their messages are
+/// delivered, and the frames still read wait for the next pass.
 ///
 /// Few, so that the pulls go out soon and the broker works on them while the consumer delivers
 /// the messages that came with the next frames. Fed all at once (up to 32), every queue's
@@ -47,9 +47,15 @@ const TRACE_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
 /// them all while the consumer had next to nothing left to deliver, and the consumer slept
 /// through the round trip each time (two wake-ups, about 35 µs each on this benchmark's VM).
 /// `ceiling`, 8 queues, pulls of 32: at 32 frames a pass the consumer's thread blocked once a
-/// read; at 4 it ran through, at 1.35× the rate and the same CPU a message. Fewer than 4 means
-/// more writes for no more rate (a write costs the sender the broker's receive path).
+/// read; at 4 it ran through, at 1.3× the rate (1.4× at 1 KiB) and the same CPU a message.
+/// Fewer than 4 means more writes for no more rate (a write costs the sender the broker's
+/// receive path).
 const FEED_AT_ONCE: usize = 4;
+/// The same without a handler (a lite pull consumer): a pass only caches what the frames bring
+/// and answers the application's `Take`, so there is no delivering to overlap with the
+/// broker's work, and frames fed 4 at a time cost the lite pull stream a third more CPU a
+/// message (`ceiling`: 1.0-1.24 -> 1.55-1.9 µs).
+const FEED_AT_ONCE_POLLED: usize = 32;
 
 /// The task that drives one consumer.
 pub(crate) struct Driver<R: Runtime> {
@@ -100,10 +106,13 @@ impl<R: Runtime> Driver<R> {
             waiters: Waiters::default(),
         };
         let mut wake = Wake::new(runtime.clone());
-        if io.handlers.has_handler() {
+        let feed_at_once = if io.handlers.has_handler() {
             // Deliveries are asked for as each pass has room for them (see `Io::drain`).
             consumer.deliver_on_demand();
-        }
+            FEED_AT_ONCE
+        } else {
+            FEED_AT_ONCE_POLLED
+        };
         loop {
             let more = io.drain(&mut consumer);
             io.conns.flush().await;
@@ -130,9 +139,9 @@ impl<R: Runtime> Driver<R> {
                 Woken::Conn(conn, event) => {
                     let now = runtime.now();
                     wake::feed(&mut consumer, now, conn, event);
-                    // A few of the frames read with it too, before the pass: the pulls their
+                    // Some of the frames read with it too, before the pass: the pulls their
                     // answers make go out in one write (see `Conns::send`, `FEED_AT_ONCE`).
-                    for _ in 1..FEED_AT_ONCE {
+                    for _ in 1..feed_at_once {
                         let Some(Some((conn, event))) =
                             wake::ready_now(io.conns.next_event()).await
                         else {
