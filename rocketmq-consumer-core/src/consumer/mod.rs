@@ -35,6 +35,7 @@ mod local_offsets;
 mod message_trace;
 mod offsets;
 mod poll;
+mod pull_template;
 mod pulling;
 mod queues;
 mod rate_hold;

@@ -3,12 +3,10 @@
 
 use std::time::Instant;
 
-use proto::headers::{
-    GetMaxOffsetRequest, PullMessageRequest, QueryConsumerOffsetRequest, SearchOffsetRequest,
-    pull_sys_flag,
-};
+use proto::headers::{GetMaxOffsetRequest, QueryConsumerOffsetRequest, SearchOffsetRequest};
 use proto::{Command, MessageQueue, RequestCode, ResponseCode};
 
+use super::pull_template::PullTemplate;
 use super::{Consumer, Epoch, Lifecycle, PendingKind, Phase, QueueKey, RETRY_TOPIC_PREFIX};
 use crate::config::{ConsumeFrom, MessageModel};
 use crate::output::{Event, FailureReason, Output};
@@ -182,7 +180,7 @@ impl Consumer {
         if !self.paused.is_empty() && self.paused.contains(&state.mq) {
             return;
         }
-        let mq = state.mq.clone();
+        let mq = &state.mq;
         let load = Load {
             queue_messages: state.pq().len(),
             queue_bytes: state.pq().bytes(),
@@ -226,37 +224,16 @@ impl Consumer {
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
             return;
         };
-        // No commit rides on the pull (Java piggy-backs one, `PullAPIWrapper.pullKernelImpl`
-        // with `FLAG_COMMIT_OFFSET`): Apache's brokers handle pulls and
-        // `UPDATE_CONSUMER_OFFSET` on different thread pools and store a lower offset as given,
-        // so a pull sent just before a later commit (the final one at shutdown or revoke) can
-        // be stored after it and take the group back: on 4.9.7 a group whose final commit of
-        // 150 was confirmed read 144 back (`rocketmq-tests`' `embedded` scenarios). Commits go
-        // with `UPDATE_CONSUMER_OFFSET` only, every `persist_interval` and at the end.
-        let header = PullMessageRequest {
-            consumer_group: self.config.group.clone(),
-            topic: mq.topic().to_owned(),
-            queue_id: mq.queue_id(),
-            queue_offset: offset,
-            max_msg_nums: self.config.pull_batch_size,
-            sys_flag: pull_sys_flag::build(false, true, false, false, false),
-            commit_offset: 0,
-            suspend_timeout_millis: self.config.long_poll_suspend.as_millis() as i64,
-            subscription: None,
-            sub_version,
-            expression_type: None,
-            max_msg_bytes: None,
-            broker_name: None,
+        let Some(state) = self.queues.get_mut(key) else {
+            return;
         };
-        if let Some(state) = self.queues.get_mut(key) {
-            state.phase = Phase::Pulling;
-        }
-        self.request(
-            now,
-            &addr,
-            Command::request(RequestCode::PULL_MESSAGE, &header),
-            PendingKind::Pull { key, epoch, offset },
-        );
+        state.phase = Phase::Pulling;
+        let config = &self.config;
+        let pull = state
+            .pull_template
+            .get_or_insert_with(|| PullTemplate::new(config, &state.mq))
+            .request(offset, sub_version);
+        self.request(now, &addr, pull, PendingKind::Pull { key, epoch, offset });
     }
 
     pub(super) fn on_pull(

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use proto::MessageQueue;
 
+use super::pull_template::PullTemplate;
 use crate::id::{Epoch, QueueKey};
 use crate::messages::Messages;
 use crate::output::RequestId;
@@ -46,6 +47,8 @@ pub(crate) struct QueueState {
     /// While a record does not decode: its offset (the queue's next) and the decoder's error.
     /// The queue cannot move on past it; reported once per offset, not at every re-pull.
     pub(crate) stuck: Option<(i64, String)>,
+    /// Its pull request's header, built at its first pull.
+    pub(crate) pull_template: Option<PullTemplate>,
 }
 
 impl QueueState {
@@ -147,6 +150,7 @@ impl QueueTable {
             last_pull: None,
             revoke_hook: None,
             stuck: None,
+            pull_template: None,
         });
         (key, epoch)
     }
