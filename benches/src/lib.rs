@@ -24,6 +24,33 @@ pub fn pull_response_header() -> Command {
     command
 }
 
+/// A pull request's header as the consumer sends it at every pull (group, topic, queue, offset,
+/// the batch, the long-poll suspension, the flags and the subscription's version).
+pub fn pull_request_header() -> Command {
+    use rocketmq_proto::RequestCode;
+    use rocketmq_proto::headers::PullMessageRequest;
+    let mut command = Command::request(
+        RequestCode::PULL_MESSAGE,
+        &PullMessageRequest {
+            consumer_group: "ceiling-group-1733616000".to_owned(),
+            topic: "ceiling-100".to_owned(),
+            queue_id: 3,
+            queue_offset: 1_048_576,
+            max_msg_nums: 32,
+            sys_flag: 2,
+            commit_offset: 0,
+            suspend_timeout_millis: 15_000,
+            subscription: None,
+            sub_version: 1_733_616_000_123,
+            expression_type: None,
+            max_msg_bytes: None,
+            broker_name: None,
+        },
+    );
+    command.opaque = 1_234_567;
+    command
+}
+
 /// The body of a real pull response: 32 messages of 1 KiB captured from the local broker.
 pub fn captured_pull_body() -> bytes::Bytes {
     let mut wire = bytes::BytesMut::from(

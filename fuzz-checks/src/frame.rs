@@ -1,10 +1,12 @@
 //! The frame decoder never panics, never consumes more than it was given, and yields the same
 //! commands however the input is chunked (the first byte picks the chunk size), whether it
 //! reserves room for partial frames (`decode`) or not (`decode_whole`, which the driver uses,
-//! with `frame_len` telling it what a partial frame needs).
+//! with `frame_len` telling it what a partial frame needs). Every command it yields, written
+//! again with a JSON header, reads back as the same command (the header's writer escapes what
+//! it must and nothing it reads back differently).
 
 use bytes::BytesMut;
-use rocketmq_proto::{Command, FrameDecoder, FrameError};
+use rocketmq_proto::{Command, FrameDecoder, FrameError, HeaderEncoding, frame};
 
 type Decode = fn(&mut FrameDecoder, &mut BytesMut) -> Result<Option<Command>, FrameError>;
 
@@ -48,4 +50,17 @@ pub fn check(data: &[u8]) {
         whole, in_place,
         "decode_whole decoded other frames than decode"
     );
+    for command in &whole.0 {
+        let mut wire = BytesMut::new();
+        // Escapes can make a header longer than the limit it was read under: not a fault.
+        if frame::encode(command, HeaderEncoding::Json, &mut wire).is_err() {
+            continue;
+        }
+        let again = FrameDecoder::new(usize::MAX)
+            .decode(&mut wire)
+            .expect("a written frame reads back")
+            .expect("a written frame is whole");
+        assert_eq!(&again, command, "a command changed through its JSON header");
+        assert!(wire.is_empty(), "a written frame is read whole");
+    }
 }

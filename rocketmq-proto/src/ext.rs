@@ -113,6 +113,11 @@ impl ExtFields {
         self.0.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
     }
 
+    /// The entries in key order, values as bytes (see [`ExtString::as_bytes`]).
+    pub(crate) fn iter_bytes(&self) -> impl Iterator<Item = (&str, &[u8])> + '_ {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_bytes()))
+    }
+
     /// A required typed value: an error naming `key` when it is missing or does not parse.
     pub fn required<T: ExtValue>(&self, key: &'static str) -> Result<T, HeaderError> {
         required_value(key, self.get(key))

@@ -89,6 +89,15 @@ impl ExtString {
         }
     }
 
+    /// The value's bytes, without the UTF-8 check that [`ExtString::as_str`] makes of inline
+    /// ones (a header's writer needs bytes, and checks them for escapes itself).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            Repr::Heap(value) => value.as_bytes(),
+        }
+    }
+
     /// The value as a `String` (allocating when it is held inline).
     pub fn into_string(self) -> String {
         match self.0 {
