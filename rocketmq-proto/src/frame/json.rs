@@ -226,9 +226,10 @@ pub(super) fn decode(header: &[u8]) -> Result<Command, FrameError> {
 /// Writes `command`'s header as fastjson reads it, members in the order serde_json wrote them
 /// when it wrote this header (`serialize_type` is the Rust broker's must: it closes the
 /// connection without a word when `serializeTypeCurrentRPC` is missing). Written by hand: a
-/// pull request's header through serde_json took about 400 ns (the `header` bench), a few per
-/// cent of a consumer's CPU at pulls of 32 and more of a producer's, which sends one a message.
-/// Strings are escaped as serde_json escapes them, so the bytes are the same.
+/// pull request's frame through serde_json was 5,716 instructions, by hand 3,715 (callgrind
+/// over the `header` bench's `encode_pull_request/json`), at every pull of a consumer and every
+/// send of a producer. Strings are escaped as serde_json escapes them, so the bytes are the
+/// same.
 pub(super) fn encode(command: &Command, dst: &mut BytesMut) {
     let fields = &command.ext_fields;
     let room = 128
