@@ -93,7 +93,7 @@ impl ExtString {
     /// ones (a header's writer needs bytes, and checks them for escapes itself).
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match &self.0 {
-            Repr::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            Repr::Inline { len, bytes } => inline_bytes(bytes, *len),
             Repr::Heap(value) => value.as_bytes(),
         }
     }
@@ -116,11 +116,14 @@ impl ExtString {
     }
 }
 
+/// The first `len` of `bytes` (no more than fit: `len` is only ever set to what was copied).
+fn inline_bytes(bytes: &[u8; INLINE], len: u8) -> &[u8] {
+    bytes.get(..usize::from(len)).unwrap_or_default()
+}
+
 /// The first `len` of `bytes`, which were copied there whole from `str`s.
 fn inline_str(bytes: &[u8; INLINE], len: u8) -> &str {
-    bytes
-        .get(..usize::from(len))
-        .and_then(|held| std::str::from_utf8(held).ok())
+    std::str::from_utf8(inline_bytes(bytes, len))
         .expect("inline bytes are copied whole from a str, and no more than fit")
 }
 

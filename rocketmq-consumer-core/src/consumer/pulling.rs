@@ -170,7 +170,8 @@ impl Consumer {
         }
         let limits = self.limits_for(key);
         let (total_messages, total_bytes) = self.queues.cached();
-        let Some(state) = self.queues.get(key) else {
+        // One lookup for the whole pull: the checks below read other fields of `self`.
+        let Some(state) = self.queues.get_mut(key) else {
             return;
         };
         if state.epoch != epoch || state.phase != Phase::Idle {
@@ -222,9 +223,6 @@ impl Consumer {
         let Some(addr) = self.cluster.pull_addr(mq.broker_name(), broker_id) else {
             self.timers
                 .set(now + self.config.pull_backoff, Timer::Pull(key, epoch));
-            return;
-        };
-        let Some(state) = self.queues.get_mut(key) else {
             return;
         };
         state.phase = Phase::Pulling;
